@@ -1,0 +1,1 @@
+"""The ``afi`` subcommands, one module per concern; ``afi.cli`` registers them."""

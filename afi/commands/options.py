@@ -1,0 +1,40 @@
+"""Options every command that opens the store shares (``--db``/``AFI_DB``, ``--root``/``AFI_ROOT``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import default_data_dir
+
+__all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root"]
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", envvar="AFI_DB", help="SQLite store file [default: ~/.local/share/afi/afi.db]"),
+]
+RootOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        envvar="AFI_ROOT",
+        help="Workspace root, one folder per space [default: ~/.local/share/afi/files]",
+    ),
+]
+SpaceOption = Annotated[str, typer.Option("--space", envvar="AFI_SPACE", help="Memory space to use")]
+
+
+def resolve_db(db: Path | None) -> Path:
+    """Given the ``--db`` value, return the store path, creating its folder."""
+    path = db if db is not None else default_data_dir() / "afi.db"
+    path.expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return path.expanduser()
+
+
+def resolve_root(root: Path | None) -> Path:
+    """Given the ``--root`` value, return the workspace root, creating it."""
+    path = (root if root is not None else default_data_dir() / "files").expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,1 @@
+"""The transport bindings (import name ``afi.bindings``): thin translations into provider verbs."""

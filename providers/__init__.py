@@ -1,0 +1,1 @@
+"""AFI providers shipped with afi-memory (import name ``afi.providers``)."""
