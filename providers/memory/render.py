@@ -1,0 +1,132 @@
+"""Notes as Markdown: YAML front matter (every field), then the content.
+
+``render_note`` is what ``cat`` shows and what exact/regex search greps; ``parse_note`` reads a
+written note back into the fields ``remember`` accepts. Read-only fields in the front matter (id,
+kind, timestamps, ...) are accepted and ignored so that ``cat`` → edit → write round-trips; an
+unknown field is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .errors import MemoryValidationError
+from .types import MemoryNote
+
+__all__ = ["READ_ONLY_FIELDS", "WRITABLE_FIELDS", "parse_note", "render_note"]
+
+# Front matter order: identity first, then validity, then annotations.
+_ORDER = (
+    "id",
+    "kind",
+    "name",
+    "block",
+    "path",
+    "status",
+    "valid_from",
+    "valid_to",
+    "t_ref",
+    "supersedes",
+    "tags",
+    "keywords",
+    "context",
+    "importance",
+    "links",
+    "source_entry_ids",
+    "promoted_from",
+    "consent",
+    "token_count",
+    "created_at",
+    "ingested_at",
+    "updated_at",
+    "forgotten_at",
+)
+
+WRITABLE_FIELDS = frozenset(
+    {
+        "valid_from",
+        "valid_to",
+        "t_ref",
+        "supersedes",
+        "tags",
+        "keywords",
+        "context",
+        "importance",
+        "links",
+        "source_entry_ids",
+        "consent",
+    }
+)
+READ_ONLY_FIELDS = frozenset(set(_ORDER) - WRITABLE_FIELDS)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def render_note(note: MemoryNote) -> str:
+    """Given a note, return its Markdown: ``---`` front matter ``---`` then the content and a newline."""
+    data = note.model_dump(mode="json", exclude_none=True, exclude={"scope"})
+    front: dict[str, Any] = {}
+    for key in _ORDER:
+        value = data.get(key)
+        if value is None or value == [] or value == {}:
+            continue
+        front[key] = value
+    head = yaml.dump(front, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1_000_000)
+    body = note.content if note.content.endswith("\n") else note.content + "\n"
+    return f"---\n{head}---\n{body}"
+
+
+def parse_note(text: str) -> tuple[dict[str, Any], str]:
+    """Given written Markdown, return (writable front-matter fields, content).
+
+    Text without front matter is all content. Raises MemoryValidationError for malformed YAML,
+    a front matter that is not a mapping, or an unknown field.
+    """
+    if not text.startswith("---\n") and text.strip() != "---":
+        return {}, _strip_final_newline(text)
+    end = text.find("\n---\n", 3)
+    closing = 5
+    if end == -1:
+        if text.endswith("\n---"):
+            end, closing = len(text) - 4, 4
+        else:
+            raise MemoryValidationError("the front matter starts with '---' but has no closing '---' line")
+    raw = text[4 : end + 1]
+    body = text[end + closing :]
+    try:
+        loaded = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as err:
+        raise MemoryValidationError(f"the front matter is not valid YAML: {err}") from None
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise MemoryValidationError("the front matter must be a YAML mapping of field: value")
+    unknown = sorted(str(k) for k in loaded if k not in WRITABLE_FIELDS and k not in READ_ONLY_FIELDS)
+    if unknown:
+        allowed = ", ".join(sorted(WRITABLE_FIELDS))
+        raise MemoryValidationError(f"unknown front-matter field(s): {', '.join(unknown)} (writable: {allowed})")
+    fields = {k: _plain(v) for k, v in loaded.items() if k in WRITABLE_FIELDS}
+    return fields, _strip_final_newline(body)
+
+
+def _plain(value: Any) -> Any:
+    """YAML turns unquoted timestamps into datetimes; the fabric takes ISO strings."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    return value
+
+
+def _strip_final_newline(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
