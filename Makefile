@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 AFI := $(VENV)/bin/afi
-SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep
+SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep sshfs
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps lint typecheck demo bench clean

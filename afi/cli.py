@@ -21,7 +21,17 @@ app = typer.Typer(
 )
 
 # Modules that add commands; a module is listed here once it exists.
-COMMAND_MODULES: tuple[str, ...] = ("afi.commands.memory",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "afi.commands.memory",
+    "afi.commands.serve",
+    "afi.commands.token",
+    "afi.commands.conformance",
+    "afi.commands.mount",
+    "afi.commands.mcp",
+    "afi.commands.ssh",
+    "afi.commands.session",
+    "afi.commands.search",
+)
 
 
 def _register_all() -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "AFI_VERSION",
+    "ConversationQuery",
     "DeleteResult",
     "Entry",
     "EntryType",
@@ -35,7 +36,7 @@ __all__ = [
 AFI_VERSION = "0.1"
 
 EntryType = Literal["file", "directory", "symlink"]
-SearchMode = Literal["exact", "regex", "semantic"]
+SearchMode = Literal["exact", "regex", "semantic", "x-conversation"]
 
 
 def rfc3339(moment: datetime | float) -> str:
@@ -121,7 +122,18 @@ class SemanticQuery(_Wire):
     threshold: float | None = None
 
 
-SearchQuery = str | RegexQuery | SemanticQuery
+class ConversationQuery(_Wire):
+    """Our ``x-conversation`` mode: search one session's transcript by query-term coverage; each match
+    carries the branch page around the message (``page_limit`` messages, 1..100)."""
+
+    conversation: str
+    session: str
+    page_limit: int = 20
+    direction: Literal["backward", "forward"] = "backward"
+    detail: Literal["summary", "full"] = "summary"
+
+
+SearchQuery = str | RegexQuery | SemanticQuery | ConversationQuery
 
 
 def query_mode(query: SearchQuery) -> SearchMode:
@@ -130,6 +142,8 @@ def query_mode(query: SearchQuery) -> SearchMode:
         return "exact"
     if isinstance(query, RegexQuery):
         return "regex"
+    if isinstance(query, ConversationQuery):
+        return "x-conversation"
     return "semantic"
 
 
@@ -153,7 +167,9 @@ class SearchRequest(_Wire):
                 return RegexQuery.model_validate(value)
             if "semantic" in value:
                 return SemanticQuery.model_validate(value)
-            raise ValueError("a query object needs 'regex' or 'semantic'")
+            if "conversation" in value:
+                return ConversationQuery.model_validate(value)
+            raise ValueError("a query object needs 'regex', 'semantic' or 'conversation'")
         return value
 
 

@@ -1,14 +1,13 @@
 """The file jail: every workspace path is resolved here before any I/O touches it.
 
-A jailed path is relative to the root. ``..`` segments, absolute paths, NUL bytes and symlinks
-anywhere on the way are refused; then the real path of the longest existing ancestor is checked
-to still lie inside the root, so a symlink or a rename race placed inside the root cannot lead out.
+A jailed path is relative to the root. ``..`` segments, absolute paths and NUL bytes are refused;
+then the real path of the longest existing ancestor must equal the path itself, so a symlink anywhere
+on the way (pointing out of the root or not) is refused before any I/O touches the target.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from .errors import MemoryValidationError
@@ -37,35 +36,24 @@ class FileJail:
             raise MemoryValidationError("a workspace path must be a string")
         if "\x00" in relative:
             raise MemoryValidationError("the workspace path contains a NUL byte")
-        if relative.startswith("/") or relative.startswith("\\") or (len(relative) > 1 and relative[1] == ":"):
+        if relative.startswith("/"):
             raise MemoryValidationError(f"absolute paths are refused: {relative!r} must be relative to the root")
-        parts = [p for p in relative.replace("\\", "/").split("/") if p not in ("", ".")]
+        parts = [p for p in relative.split("/") if p not in ("", ".")]
         if ".." in parts:
             raise MemoryValidationError(f"'..' is refused in workspace paths: {relative!r}")
-        current = self.root
-        for part in parts:
-            current = current / part
-            try:
-                mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                break
-            except NotADirectoryError:
-                raise MemoryValidationError(f"{relative!r}: a parent is not a directory") from None
-            if stat.S_ISLNK(mode):
-                raise MemoryValidationError(f"symlinks are refused in the workspace: {relative!r}")
-        target = self.root.joinpath(*parts)
-        self._check_ancestor(target, relative)
-        return target
+        target = os.path.join(self.root, *parts)
+        ancestor = target
+        while not os.path.lexists(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        # The root is canonical and the parts hold no '.' or '..', so the existing part of the path is
+        # its own real path exactly when no component of it is a symlink.
+        real = os.path.realpath(ancestor)
+        if real != ancestor:
+            inside = real == str(self.root) or real.startswith(str(self.root) + os.sep)
+            where = "" if inside else " (it leads outside the workspace root)"
+            raise MemoryValidationError(f"symlinks are refused in the workspace: {relative!r}{where}")
+        return Path(target)
 
     def relative(self, target: Path) -> str:
         """Given a path inside the root, return it relative to the root (POSIX separators)."""
         return target.relative_to(self.root).as_posix() if target != self.root else ""
-
-    def _check_ancestor(self, target: Path, relative: str) -> None:
-        ancestor = target
-        while not os.path.lexists(ancestor):
-            ancestor = ancestor.parent
-        real = os.path.realpath(ancestor)
-        root = str(self.root)
-        if real != root and not real.startswith(root + os.sep):
-            raise MemoryValidationError(f"{relative!r} resolves outside the workspace root")

@@ -100,6 +100,7 @@ class ExplainRow(_Model):
     similarity: float | None = None
     recency: float | None = None
     importance: float | None = None
+    cosine: float | None = None
     link: bool = False
     valid: bool = True
 

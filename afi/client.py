@@ -1,0 +1,246 @@
+"""AFI clients with one interface: over HTTP, or in-process against a provider.
+
+The conformance kit and the CLI talk only through :class:`AfiClient`, so any binding with a
+client (MCP, FUSE, SSH) plugs into them. Every method raises :class:`~afi.errors.AfiError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
+
+import httpx
+
+from .errors import AfiError, Internal, InvalidPath, error_from_dict
+from .model import (
+    DeleteResult,
+    Entry,
+    Manifest,
+    MatchPage,
+    Page,
+    ReadResult,
+    SearchQuery,
+    SearchRequest,
+    dump,
+)
+from .provider import Caller, Provider
+
+__all__ = ["AfiClient", "HttpClient", "LocalClient", "as_search_request"]
+
+# Read answers carry what the raw body cannot: whether the file ended, and its whole size.
+EOF_HEADER = "X-AFI-EOF"
+SIZE_HEADER = "X-AFI-Size"
+MTIME_HEADER = "X-AFI-Mtime"
+
+
+@runtime_checkable
+class AfiClient(Protocol):
+    """The AFI verbs as a client sees them: the provider's, without the caller."""
+
+    def manifest(self) -> Manifest: ...
+
+    def stat(self, path: str) -> Entry: ...
+
+    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page: ...
+
+    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult: ...
+
+    def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage: ...
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        offset: int | None = None,
+        append: bool = False,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Entry: ...
+
+    def mkdir(self, path: str, *, parents: bool = False) -> Entry: ...
+
+    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult: ...
+
+    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry: ...
+
+
+def as_search_request(request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> SearchRequest:
+    """Given a request, or a query plus keyword options (``path``, ``limit``, ``x-…``), return a request."""
+    if isinstance(request_or_query, SearchRequest):
+        if kw:
+            return request_or_query.model_copy(update=kw)
+        return request_or_query
+    fields: dict[str, Any] = {"query": request_or_query}
+    for key, value in kw.items():
+        fields[key.replace("_", "-") if key.startswith("x_") else key] = value
+    try:
+        return SearchRequest.model_validate(fields)
+    except ValueError as err:
+        raise InvalidPath(f"bad search request: {err}") from None
+
+
+class LocalClient:
+    """An :class:`AfiClient` that calls a provider in-process, as ``caller``."""
+
+    def __init__(self, provider: Provider, caller: Caller) -> None:
+        self.provider = provider
+        self.caller = caller
+
+    def manifest(self) -> Manifest:
+        return self.provider.manifest()
+
+    def stat(self, path: str) -> Entry:
+        return self.provider.stat(self.caller, path)
+
+    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
+        return self.provider.list(self.caller, path, limit=limit, cursor=cursor, glob=glob)
+
+    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
+        return self.provider.read(self.caller, path, offset=offset, length=length)
+
+    def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
+        return self.provider.search(self.caller, as_search_request(request_or_query, **kw))
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        offset: int | None = None,
+        append: bool = False,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Entry:
+        return self.provider.write(
+            self.caller, path, data, offset=offset, append=append, create_only=create_only, if_match=if_match
+        )
+
+    def mkdir(self, path: str, *, parents: bool = False) -> Entry:
+        return self.provider.mkdir(self.caller, path, parents=parents)
+
+    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
+        return self.provider.delete(self.caller, path, recursive=recursive)
+
+    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry:
+        return self.provider.move(self.caller, source, destination, overwrite=overwrite)
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class HttpClient:
+    """An :class:`AfiClient` over the HTTP/JSON binding (synchronous, httpx).
+
+    Args:
+        base_url: where the server listens, e.g. ``http://127.0.0.1:8765``.
+        token: the API key, sent as ``Authorization: Bearer``; ``None`` sends none.
+        space: talk to ``/spaces/<space>/…`` instead of the key's own space at the root routes.
+        timeout: seconds per request.
+    """
+
+    def __init__(
+        self, base_url: str, token: str | None = None, *, space: str | None = None, timeout: float = 30.0
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self.prefix = f"/spaces/{quote(space, safe='')}" if space else ""
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> HttpClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, method: str, route: str, **kw: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, self.prefix + route, **kw)
+        except httpx.HTTPError as err:
+            raise Internal(f"cannot reach {self.base_url}: {err}") from None
+        if response.status_code >= 400:
+            raise self._error(response)
+        return response
+
+    @staticmethod
+    def _error(response: httpx.Response) -> AfiError:
+        try:
+            body = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            return error_from_dict(body["error"])
+        return Internal(f"HTTP {response.status_code} without an AFI error body: {response.text[:200]}")
+
+    def manifest(self) -> Manifest:
+        return Manifest.model_validate(self._send("GET", "/.afi/manifest.json").json())
+
+    def stat(self, path: str) -> Entry:
+        return Entry.model_validate(self._send("GET", "/afi/stat", params={"path": path}).json())
+
+    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
+        params: dict[str, Any] = {"path": path, "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        if glob is not None:
+            params["glob"] = glob
+        return Page.model_validate(self._send("GET", "/afi/list", params=params).json())
+
+    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
+        params: dict[str, Any] = {"path": path, "offset": offset}
+        if length is not None:
+            params["length"] = length
+        response = self._send("GET", "/afi/read", params=params)
+        etag = response.headers.get("ETag")  # quoted, as stat and write show it
+        return ReadResult(
+            data=response.content,
+            content_type=response.headers.get("Content-Type", "application/octet-stream"),
+            eof=response.headers.get(EOF_HEADER, "true").lower() == "true",
+            size=int(response.headers.get(SIZE_HEADER, len(response.content))),
+            etag=etag,
+            mtime=response.headers.get(MTIME_HEADER),
+        )
+
+    def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
+        if isinstance(request_or_query, dict):
+            # Sent as given, so the server (not this client) judges a query object.
+            options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
+            body = {"query": request_or_query, **options}
+        else:
+            body = dump(as_search_request(request_or_query, **kw))
+        return MatchPage.model_validate(self._send("POST", "/afi/search", json=body).json())
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        offset: int | None = None,
+        append: bool = False,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Entry:
+        params: dict[str, Any] = {"path": path, "append": _flag(append), "create_only": _flag(create_only)}
+        if offset is not None:
+            params["offset"] = offset
+        headers = {"Content-Type": "application/octet-stream"}
+        if if_match is not None:
+            headers["If-Match"] = if_match if if_match.startswith(('"', 'W/"')) else f'"{if_match}"'
+        response = self._send("PUT", "/afi/write", params=params, content=data, headers=headers)
+        return Entry.model_validate(response.json())
+
+    def mkdir(self, path: str, *, parents: bool = False) -> Entry:
+        return Entry.model_validate(self._send("POST", "/afi/mkdir", json={"path": path, "parents": parents}).json())
+
+    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
+        params = {"path": path, "recursive": _flag(recursive)}
+        return DeleteResult.model_validate(self._send("DELETE", "/afi/delete", params=params).json())
+
+    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry:
+        body = {"from": source, "to": destination, "overwrite": overwrite}
+        return Entry.model_validate(self._send("POST", "/afi/move", json=body).json())

@@ -1,0 +1,152 @@
+"""``afi mount MOUNTPOINT``: the memory as a directory (the FUSE binding), until unmounted or signalled."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .errors import afi_errors, stderr
+from .options import DbOption, RootOption, resolve_db, resolve_root
+
+__all__ = ["change_token", "register"]
+
+MOUNTED = "afi: mounted "
+_DETACHED = "AFI_MOUNT_DETACHED"
+
+
+def change_token(db: Path) -> Callable[[], Hashable]:
+    """Given the SQLite store, return a function whose value changes whenever anything writes to it.
+
+    Every write through any binding commits to the store (the WAL, or the file itself), so its size
+    and modification time are a cheap way for the mount to know its cached entries are still good.
+    """
+    files = (db, db.with_name(db.name + "-wal"))
+
+    def token() -> Hashable:
+        out = []
+        for path in files:
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                out.append((0, 0))
+                continue
+            out.append((info.st_mtime_ns, info.st_size))
+        return tuple(out)
+
+    return token
+
+
+def _fail(message: str) -> typer.Exit:
+    stderr.print(f"afi: mount: {message}", markup=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def mount(
+    mountpoint: Annotated[Path, typer.Argument(help="An empty folder to show the memory in")],
+    db: DbOption = None,
+    root: RootOption = None,
+    ro: Annotated[bool, typer.Option("--ro", help="Read-only: every change is refused (EROFS)")] = False,
+    token: Annotated[
+        Path | None, typer.Option("--token", help="File holding the API key to mount as (its principal and space)")
+    ] = None,
+    subtree: Annotated[str, typer.Option("--subtree", help="Show only this AFI folder, e.g. /facts")] = "/",
+    foreground: Annotated[bool, typer.Option("--foreground", "-f", help="Stay in the foreground (logs here)")] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds the kernel may cache names and attributes (changes made through AFI still show at once)"
+        ),
+    ] = 10.0,
+) -> None:
+    """Mount the memory at MOUNTPOINT: ls, cat, grep -r, find, vim, cp, mv and rm work in it.
+
+    Search through the control file /.afi/search. Unmount with 'fusermount3 -u MOUNTPOINT', Ctrl-C or SIGTERM.
+    """
+    from afi.bindings.fuse_mount import MountError, check_mountpoint
+
+    try:
+        where = check_mountpoint(mountpoint)
+    except MountError as err:
+        raise _fail(str(err)) from None
+    secret = _read_token(token)
+    if not foreground:
+        _detach()
+        return
+    _serve(where, resolve_db(db), resolve_root(root), secret, ro=ro, subtree=subtree, timeout=timeout)
+
+
+def _read_token(token: Path | None) -> str | None:
+    if token is None:
+        return None
+    try:
+        text = token.expanduser().read_text().strip()
+    except OSError as err:
+        raise _fail(f"cannot read the token file {token}: {err.strerror}") from None
+    if not text:
+        raise _fail(f"the token file {token} is empty")
+    return text
+
+
+def _detach() -> None:
+    """Run this same command in the foreground of a new session; return once it has mounted."""
+    argv = [sys.executable, "-c", "from afi.cli import main; main()", *sys.argv[1:], "--foreground"]
+    env = {**os.environ, _DETACHED: "1"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    for line in proc.stdout:
+        if line.startswith(MOUNTED):
+            typer.echo(line.rstrip("\n"))
+            return
+    code = proc.wait()
+    sys.stderr.write(proc.stderr.read())
+    raise typer.Exit(code or 2)
+
+
+def _serve(where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float) -> None:
+    from afi.bindings.fuse import AfiFS
+    from afi.bindings.fuse_mount import serve_mount
+    from afi.errors import InvalidPath
+    from afi.paths import normalize
+    from afi.providers.memory.provider import MemoryProvider
+
+    with afi_errors():
+        subtree = normalize(subtree)
+        info = {"mountpoint": str(where), "subtree": subtree, "read_only": ro, "pid": os.getpid()}
+        provider = MemoryProvider(db, root, manifest_extra={"x-fuse": info})
+        caller = provider.authenticate(secret)
+        if provider.stat(caller, subtree).type != "directory":
+            raise InvalidPath("--subtree must name a folder", path=subtree)
+    fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))
+
+    def announce() -> None:
+        mode = ", read-only" if ro else ""
+        typer.echo(
+            f"{MOUNTED}{subtree} at {where} as {caller.principal} in space {caller.space}{mode} "
+            f"(db {db}); unmount with: fusermount3 -u {where}"
+        )
+        sys.stdout.flush()
+        if os.environ.get(_DETACHED):
+            _quiet()
+
+    serve_mount(fs, where, on_mounted=announce)
+
+
+def _quiet() -> None:
+    """A detached mount's parent has gone: send later output nowhere rather than into a closed pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+
+
+def register(app: Any) -> None:
+    """Add ``afi mount`` to ``app``."""
+    app.command("mount")(mount)

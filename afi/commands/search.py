@@ -1,0 +1,64 @@
+"""``afi search QUERY [--regex|--semantic|--conversation SESSION] [--path P] [--limit N] [--json]``.
+
+Opens the store as the local owner, runs the provider's one ``search`` verb and prints one match per
+line (``path:line: text``, with the score in semantic and conversation modes), or the page as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from .errors import afi_errors
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+
+__all__ = ["register"]
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="Text to find (case-sensitive), a regex, or a question")],
+    regex: Annotated[bool, typer.Option("--regex", help="QUERY is a regular expression (ECMAScript-like)")] = False,
+    semantic: Annotated[bool, typer.Option("--semantic", help="Search notes by meaning")] = False,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", help="Search this session's transcript by query terms")
+    ] = None,
+    path: Annotated[str, typer.Option("--path", help="Only under this path")] = "/",
+    limit: Annotated[int, typer.Option("--limit", help="Maximum matches (hits, in conversation mode)")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the page of matches as JSON")] = False,
+    space: SpaceOption = "default",
+    db: DbOption = None,
+    root: RootOption = None,
+) -> None:
+    """Search the space: exact text (default), --regex, --semantic, or --conversation SESSION."""
+    with afi_errors():
+        from afi.model import ConversationQuery, RegexQuery, SearchRequest, SemanticQuery, dump
+        from afi.provider import Caller
+        from afi.providers.memory import MemoryValidationError
+        from afi.providers.memory.provider import MemoryProvider
+
+        if sum((regex, semantic, conversation is not None)) > 1:
+            raise MemoryValidationError("choose one of --regex, --semantic, --conversation")
+        q: Any = query
+        if regex:
+            q = RegexQuery(regex=query)
+        elif semantic:
+            q = SemanticQuery(semantic=query)
+        elif conversation is not None:
+            q = ConversationQuery(conversation=query, session=conversation)
+        provider = MemoryProvider(resolve_db(db), resolve_root(root))
+        page = provider.search(Caller(principal="local", space=space), SearchRequest(query=q, path=path, limit=limit))
+        if as_json:
+            typer.echo(json.dumps(dump(page), indent=2))
+            return
+        if not page.matches:
+            typer.echo("no matches")
+        for match in page.matches:
+            score = f" [{match.score:.3f}]" if match.score is not None else ""
+            typer.echo(f"{match.path}:{match.line}:{score} {match.text}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``search`` to ``app``."""
+    app.command("search")(search)

@@ -1,0 +1,129 @@
+"""``afi token create|list|revoke``: API keys bound to a space, holding scopes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Column, Table
+
+from .errors import afi_errors, stderr
+from .options import DbOption, resolve_db
+
+__all__ = ["register"]
+
+token_app = typer.Typer(help="Create, list and revoke API keys (tokens are shown once).", no_args_is_help=True)
+stdout = Console(highlight=False)
+
+
+@token_app.command("create")
+def create(
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="afi:read, afi:write or afi:admin (repeatable)")
+    ] = None,
+    space: Annotated[str, typer.Option("--space", help="The one space the key is bound to")] = "default",
+    name: Annotated[str | None, typer.Option("--name", help="A label to recognise the key by")] = None,
+    db: DbOption = None,
+) -> None:
+    """Create a key and print its token once (only its SHA-256 is stored)."""
+    from afi.providers.memory.keys import KeyStore
+
+    with afi_errors():
+        record, token = KeyStore(resolve_db(db)).create(space=space, scopes=tuple(scope or ["afi:read"]), name=name)
+    stderr.print(
+        f"created {record.id} (space {record.space}, scopes {' '.join(record.scopes)}); "
+        "the token below is shown only now:",
+        markup=False,
+    )
+    stdout.print(token, markup=False)
+
+
+@token_app.command("list")
+def list_keys(db: DbOption = None) -> None:
+    """List keys (never their tokens)."""
+    from afi.providers.memory.keys import KeyStore
+
+    table = Table(Column("id", no_wrap=True), "name", "space", "scopes", "created", "revoked")
+    for record in KeyStore(resolve_db(db)).list():
+        table.add_row(
+            record.id,
+            record.name or "",
+            record.space,
+            " ".join(record.scopes),
+            record.created_at,
+            record.revoked_at or "",
+        )
+    stdout.print(table)
+
+
+@token_app.command("revoke")
+def revoke(key_id: Annotated[str, typer.Argument(help="The key id (see afi token list)")], db: DbOption = None) -> None:
+    """Revoke a key; its token stops working at once."""
+    from afi.providers.memory.keys import KeyStore
+
+    if not KeyStore(resolve_db(db)).revoke(key_id):
+        stderr.print(f"afi: {key_id}: not_found: no active key has this id", markup=False)
+        raise typer.Exit(2)
+    stderr.print(f"revoked {key_id}", markup=False)
+
+
+ssh_app = typer.Typer(help="SSH public keys as principals: add, list, revoke.", no_args_is_help=True)
+token_app.add_typer(ssh_app, name="ssh")
+
+
+@ssh_app.command("add")
+def ssh_add(
+    public_key: Annotated[str, typer.Argument(help="A .pub file, or '-' to read the key line from stdin")],
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="afi:read, afi:write or afi:admin (repeatable)")
+    ] = None,
+    space: Annotated[str, typer.Option("--space", help="The one space the key is bound to")] = "default",
+    name: Annotated[str | None, typer.Option("--name", help="A label [default: the key's comment]")] = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Act as this API key (its principal, space and scopes)")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Let an SSH public key log in, as its own principal or as an existing API key."""
+    import sys
+    from pathlib import Path
+
+    from afi.providers.memory.ssh_keys import SshKeyStore
+
+    line = sys.stdin.read() if public_key == "-" else Path(public_key).expanduser().read_text(encoding="utf-8")
+    with afi_errors():
+        record = SshKeyStore(resolve_db(db)).add(
+            line, space=space, scopes=tuple(scope or ["afi:read"]), name=name, api_key=api_key
+        )
+    stderr.print(f"added {record.id} (space {record.space}, scopes {' '.join(record.scopes)})", markup=False)
+    stdout.print(f"{record.id} {record.fingerprint}", markup=False)
+
+
+@ssh_app.command("list")
+def ssh_list(db: DbOption = None) -> None:
+    """List SSH keys: id, fingerprint, the principal each acts as."""
+    from afi.providers.memory.ssh_keys import SshKeyStore
+
+    table = Table(Column("id", no_wrap=True), "fingerprint", "principal", "space", "scopes", "name", "revoked")
+    for r in SshKeyStore(resolve_db(db)).list():
+        table.add_row(r.id, r.fingerprint, r.principal, r.space, " ".join(r.scopes), r.name or "", r.revoked_at or "")
+    stdout.print(table)
+
+
+@ssh_app.command("revoke")
+def ssh_revoke(
+    key_id: Annotated[str, typer.Argument(help="The SSH key id (see afi token ssh list)")], db: DbOption = None
+) -> None:
+    """Revoke an SSH key; it cannot log in any more."""
+    from afi.providers.memory.ssh_keys import SshKeyStore
+
+    if not SshKeyStore(resolve_db(db)).revoke(key_id):
+        stderr.print(f"afi: {key_id}: not_found: no active SSH key has this id", markup=False)
+        raise typer.Exit(2)
+    stderr.print(f"revoked {key_id}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``afi token …`` to ``app``."""
+    app.add_typer(token_app, name="token")

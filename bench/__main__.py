@@ -1,0 +1,39 @@
+"""``python -m bench <name>|all [--quick]``: run one benchmark module of this folder, or all of them.
+
+A benchmark is a module here with a ``run()`` function (``run(quick=...)`` when it has a quick mode).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+# Listed first, in this order; any other benchmark module found here runs after them.
+CORE = ("remember", "recall", "locomo")
+
+
+def benchmarks() -> list[str]:
+    """Return the names of the benchmark modules in this folder."""
+    found = [m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if not m.name.startswith("_")]
+    return [*CORE, *sorted(set(found) - set(CORE))]
+
+
+def main(argv: list[str]) -> int:
+    """Given the command-line arguments, run the named benchmarks; return the exit code."""
+    names = [a for a in argv if not a.startswith("-")]
+    quick = "--quick" in argv
+    known = benchmarks()
+    if len(names) != 1 or names[0] not in (*known, "all"):
+        print(f"usage: python -m bench {{{'|'.join(known)}|all}} [--quick]", file=sys.stderr)
+        return 2
+    for name in known if names[0] == "all" else names:
+        run = importlib.import_module(f"bench.{name}").run
+        run(quick=quick) if "quick" in inspect.signature(run).parameters else run()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,70 @@
+"""What every benchmark shares: where results go, a rich table, percentiles, a seeded text corpus."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["RESULTS_DIR", "console", "corpus", "percentile", "print_table", "write_result"]
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# Piped output (logs, make) still gets a table wide enough for every column.
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+_SYLLABLE_TEXT = "ka lo mi ne ru sa ti vo be da fe gi ho ju ke la mo nu pi qu re so tu va we xi yo ze"
+_SYLLABLES = _SYLLABLE_TEXT.split()
+VOCABULARY_SIZE = 20_000
+
+
+def _vocabulary() -> tuple[list[str], list[float]]:
+    """Return a fixed vocabulary of pseudo-words and Zipf weights (s = 1.1), as content words are."""
+    rng = random.Random(0)
+    words: dict[str, None] = {}
+    while len(words) < VOCABULARY_SIZE:
+        words["".join(rng.choices(_SYLLABLES, k=rng.randint(2, 4)))] = None
+    return list(words), [1.0 / (rank**1.1) for rank in range(1, VOCABULARY_SIZE + 1)]
+
+
+_WORDS, _WEIGHTS = _vocabulary()
+
+
+def corpus(n: int, *, seed: int, prefix: str = "") -> list[str]:
+    """Given a count and a seed, return n distinct pseudo-sentences: 8-16 Zipf-drawn words and a number."""
+    rng = random.Random(seed)
+    return [
+        f"{prefix}{' '.join(rng.choices(_WORDS, weights=_WEIGHTS, k=rng.randint(8, 16)))} #{seed}-{i}" for i in range(n)
+    ]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Given samples and q in [0, 100], return the nearest-rank percentile."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Print rows under columns as a rich table."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right" if column != columns[0] else "left")
+    for row in rows:
+        table.add_row(*(f"{cell:.2f}" if isinstance(cell, float) else str(cell) for cell in row))
+    console.print(table)
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    """Write a benchmark's figures to ``bench/results/<name>.json`` and return the path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path

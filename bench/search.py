@@ -1,0 +1,445 @@
+"""Exact and regex search through the provider vs ripgrep and grep over the same tree on disk.
+
+``python -m bench.search [--sizes 10000,100000] [--runs 20] [--results-dir DIR]`` (or ``python -m
+bench search``). A store of N fact notes is built through the fabric (``consolidate=False``, large
+transactions), and the tree the provider shows (``/facts/<name>.md`` and ``/history/<id>.md``, their
+exact rendered bytes) is written out as files, so every side searches identical bytes. Each query
+runs once on every side before timing (warm page cache), and the sets of matching files must agree.
+
+Queries: a selective phrase planted in 0.5% of the notes and a broad one in 8.3%, each as an exact
+and as a regex query. Goals: the selective first page (limit 100) at least 10x faster than the faster
+of rg and grep with p50 <= 10 ms; the broad query paged to the end never slower than them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from afi.model import RegexQuery, SearchQuery, SearchRequest
+from afi.provider import Caller
+
+from ._common import RESULTS_DIR, console, percentile, print_table, write_result
+
+__all__ = ["CASES", "SearchCase", "build_store", "export_tree", "measure", "note_text", "run", "tool_files"]
+
+SEED = 20240611
+SPACE = "default"
+FIRST_PAGE = 100
+GOAL_SPEEDUP = 10.0
+GOAL_P50_MS = 10.0
+SELECTIVE_EVERY = 200  # 0.5% of the notes carry the selective phrase
+BROAD_EVERY = 12  # 8.3% carry the broad one
+BATCH = 5000
+
+_SUBJECTS = (
+    "The payments team", "Our on-call engineer", "The data platform group", "Maria from support",
+    "The mobile squad", "Kenji", "The release manager", "Priya's team", "The infra guild", "Our intern",
+    "The security lead", "Tom", "The analytics crew", "The finance office",
+)  # fmt: skip
+_VERBS = (
+    "moved", "reviewed", "postponed", "approved", "documented", "benchmarked", "rolled back", "migrated",
+    "split", "archived", "rewrote", "paused", "tested", "cleaned up",
+)  # fmt: skip
+_OBJECTS = (
+    "the search index", "the invoice exporter", "the login service", "the nightly backup",
+    "the metrics dashboard", "the onboarding guide", "the billing schema", "the cache layer",
+    "the travel budget", "the design review", "the support queue", "the staging cluster",
+)  # fmt: skip
+_WHEN = (
+    "on Monday", "after the outage", "before the quarterly review", "during the offsite", "last sprint",
+    "ahead of the launch", "this morning", "at the retro", "over the weekend", "in March",
+)  # fmt: skip
+_WHY = (
+    "because latency doubled", "to cut hosting costs", "so the auditors are happy", "since the vendor changed",
+    "after user complaints", "to unblock the mobile release", "", "", "",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SearchCase:
+    """One query, spelled for the provider and for rg/grep (``fixed``: a literal, else an ERE)."""
+
+    name: str
+    query: SearchQuery
+    pattern: str
+    fixed: bool
+    selective: bool
+
+
+CASES = (
+    SearchCase("selective-exact", "Zephyr warehouse", "Zephyr warehouse", True, True),
+    SearchCase("selective-regex", RegexQuery(regex="Zephyr [a-z]+ contract"), "Zephyr [a-z]+ contract", False, True),
+    SearchCase("broad-exact", "canary deploy", "canary deploy", True, False),
+    SearchCase(
+        "broad-regex", RegexQuery(regex="canary deploy of the [a-z]+"), "canary deploy of the [a-z]+", False, False
+    ),
+)
+
+
+def _sentence(rng: random.Random) -> str:
+    why = rng.choice(_WHY)
+    tail = f" {why}" if why else ""
+    return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)} {rng.choice(_WHEN)}{tail}."
+
+
+def note_text(i: int, rng: random.Random) -> str:
+    """Given a note number and a seeded generator, return its content: 1-3 sentences, some planted."""
+    sentences = [_sentence(rng) for _ in range(rng.randint(1, 3))]
+    if i % BROAD_EVERY == 5:
+        sentences.insert(rng.randint(0, len(sentences)), f"{rng.choice(_SUBJECTS)} ran a canary deploy of "
+                         f"{rng.choice(_OBJECTS)} {rng.choice(_WHEN)}.")  # fmt: skip
+    if i % SELECTIVE_EVERY == 17:
+        sentences.append("Legal flagged a clause in the Zephyr warehouse contract renewal.")
+    return " ".join(sentences)
+
+
+def build_store(db: Path, n: int, *, seed: int = SEED) -> None:
+    """Given an empty database path, store n fact notes ``n000000``... through the fabric."""
+    from afi.providers.memory.fabric import create_memory_fabric
+    from afi.providers.memory.memory import space_memory
+
+    memory = space_memory(db, SPACE)
+    fabric = create_memory_fabric(memory)
+    rng = random.Random(seed)
+    try:
+        for start in range(0, n, BATCH):
+            with memory.store.write():  # one transaction per batch; remember's own writes join it
+                for i in range(start, min(n, start + BATCH)):
+                    fabric.remember(kind="fact", name=f"n{i:06d}", content=note_text(i, rng), consolidate=False)
+    finally:
+        memory.close()
+
+
+def export_tree(db: Path, out: Path) -> int:
+    """Given a built store, write the tree the provider shows under ``out``; return the file count.
+
+    Reads the ``rendered`` column (the provider serves exactly that text) for every active note:
+    ``history/<id>.md`` for each version and ``facts/<name>.md`` for the facts valid now.
+    """
+    import sqlite3
+
+    from afi.providers.memory.notes_view import now_iso
+
+    (out / "facts").mkdir(parents=True)
+    (out / "history").mkdir()
+    conn = sqlite3.connect(db)
+    now = now_iso()
+    rows = conn.execute(
+        "SELECT id, kind, name, rendered, (valid_from IS NULL OR valid_from <= ?) AND "
+        "(valid_to IS NULL OR valid_to > ?) FROM notes "
+        "WHERE tenant_id = 'afi' AND resource_id = ? AND thread_id = 'main' AND status = 'active'",
+        (now, now, SPACE),
+    )
+    count = 0
+    for id_, kind, name, rendered, valid in rows:
+        data = rendered.encode()
+        (out / "history" / f"{id_}.md").write_bytes(data)
+        count += 1
+        if valid and name and kind == "fact":
+            (out / "facts" / f"{name}.md").write_bytes(data)
+            count += 1
+    conn.close()
+    return count
+
+
+def check_export(provider: Any, caller: Caller, out: Path, *, sample: int = 20, seed: int = SEED) -> None:
+    """Given the provider and the exported tree, raise AssertionError unless sampled files read the same."""
+    rng = random.Random(seed)
+    files = sorted(p for p in out.rglob("*.md"))
+    for path in rng.sample(files, min(sample, len(files))):
+        rel = "/" + path.relative_to(out).as_posix()
+        got = provider.read(caller, rel).data
+        if got != path.read_bytes():
+            raise AssertionError(f"{rel}: the provider reads other bytes than the exported file")
+
+
+def _timed(fn: Callable[[], Any], runs: int, *, budget: float, warm: bool = True) -> tuple[list[float], Any]:
+    """Run fn ``runs`` times (after one untimed warm-up run), fewer once ``budget`` seconds are spent.
+
+    Returns the samples in milliseconds (at least one) and the last result.
+    """
+    if warm:
+        fn()  # warm: page cache, SQLite cache, compiled regexes
+    samples: list[float] = []
+    last, spent = None, 0.0
+    while len(samples) < runs and (not samples or spent < budget):
+        start = time.perf_counter()
+        last = fn()
+        took = time.perf_counter() - start
+        samples.append(took * 1000)
+        spent += took
+        if isinstance(last, _Paged) and not last.complete:
+            break
+    return samples, last
+
+
+def _stats(samples: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50": percentile(samples, 50),
+        "p95": percentile(samples, 95),
+        "mean": statistics.fmean(samples),
+        "runs": len(samples),
+    }
+
+
+def tool_files(tool: str, case: SearchCase, root: Path) -> set[str]:
+    """Given ``rg`` or ``grep``, a case and a tree, return the matching files (relative POSIX paths)."""
+    if tool == "rg":
+        argv = ["rg", "-l", *(["-F"] if case.fixed else []), "--", case.pattern, str(root)]
+    else:
+        argv = ["grep", "-rl", "-F" if case.fixed else "-E", "--", case.pattern, str(root)]
+    done = subprocess.run(argv, capture_output=True, check=False)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[:300]}")
+    return {Path(line).relative_to(root).as_posix() for line in done.stdout.decode().splitlines() if line}
+
+
+@dataclass(frozen=True)
+class _Paged:
+    files: set[str]
+    matches: int
+    pages: int
+    complete: bool
+
+
+def _all_pages(provider: Any, caller: Caller, query: SearchQuery, limit: int, budget: float) -> _Paged:
+    """Follow cursors to the end, or until ``budget`` seconds pass (then ``complete`` is False)."""
+    files: set[str] = set()
+    cursor, matches, pages = None, 0, 0
+    deadline = time.perf_counter() + budget
+    while True:
+        page = provider.search(caller, SearchRequest(query=query, path="/", limit=limit, cursor=cursor))
+        pages += 1
+        matches += len(page.matches)
+        files.update(m.path.lstrip("/") for m in page.matches)
+        cursor = page.next_cursor
+        if cursor is None or time.perf_counter() > deadline:
+            return _Paged(files, matches, pages, cursor is None)
+
+
+def measure_case(
+    provider: Any,
+    caller: Caller,
+    case: SearchCase,
+    root: Path,
+    notes: int,
+    *,
+    runs: int,
+    page_limit: int,
+    budget: float,
+) -> dict[str, Any]:
+    """Time one case on every side; return its figures (and whether the sides found the same files).
+
+    Each measurement stops repeating once ``budget`` seconds are spent; paging to the end stops at
+    the budget too, and then its time is a lower bound (``complete: false``).
+    """
+    slow_runs = max(3, runs // 4)
+    first, page = _timed(
+        lambda: provider.search(caller, SearchRequest(query=case.query, path="/", limit=FIRST_PAGE)),
+        runs,
+        budget=budget,
+    )
+    every, paged = _timed(
+        lambda: _all_pages(provider, caller, case.query, page_limit, budget), slow_runs, budget=budget, warm=False
+    )
+    rg, rg_files = _timed(lambda: tool_files("rg", case, root), slow_runs, budget=budget)
+    grep, grep_files = _timed(lambda: tool_files("grep", case, root), slow_runs, budget=budget)
+    stats = {"first": _stats(first), "every": _stats(every), "rg": _stats(rg), "grep": _stats(grep)}
+    best = min(stats["rg"]["p50"], stats["grep"]["p50"])
+    if paged.complete:
+        agree = paged.files == rg_files == grep_files
+        matching_notes = len({f for f in paged.files if f.startswith("history/")})
+    else:  # what was paged must be among the tools' files
+        agree = paged.files <= rg_files == grep_files
+        matching_notes = len({f for f in rg_files if f.startswith("history/")})
+    return {
+        "name": case.name,
+        "mode": "exact" if case.fixed else "regex",
+        "pattern": case.pattern,
+        "matching_notes": matching_notes,
+        "match_fraction": matching_notes / notes,
+        "matching_files": len(rg_files),
+        "first_page_matches": len(page.matches),
+        "provider_first_page_ms": stats["first"],
+        "provider_all_pages_ms": {
+            **stats["every"],
+            "pages": paged.pages,
+            "matches": paged.matches,
+            "limit": page_limit,
+            "complete": paged.complete,
+        },
+        "rg_ms": stats["rg"],
+        "grep_ms": stats["grep"],
+        "best_tool": "rg" if stats["rg"]["p50"] <= stats["grep"]["p50"] else "grep",
+        "first_page_speedup": best / stats["first"]["p50"],
+        # when paging stopped at the budget, the time is a lower bound and this an upper bound
+        "all_pages_speedup": best / stats["every"]["p50"],
+        "agree": agree,
+    }
+
+
+def _goals(cases: list[dict[str, Any]]) -> dict[str, bool]:
+    selective = [c for c in cases if c["name"].startswith("selective")]
+    broad = [c for c in cases if c["name"].startswith("broad")]
+    return {
+        "selective_first_page_10x": all(c["first_page_speedup"] >= GOAL_SPEEDUP for c in selective),
+        "selective_first_page_p50_10ms": all(c["provider_first_page_ms"]["p50"] <= GOAL_P50_MS for c in selective),
+        "broad_all_pages_not_slower": all(
+            c["all_pages_speedup"] >= 1.0 and c["provider_all_pages_ms"]["complete"] for c in broad
+        ),
+        "all_agree": all(c["agree"] for c in cases),
+    }
+
+
+def measure(
+    notes: int, *, runs: int = 20, page_limit: int = FIRST_PAGE, budget: float = 60.0, workdir: Path | None = None
+) -> dict[str, Any]:
+    """Given a note count, build the store and its tree, time every case; return the figures."""
+    from afi.providers.memory.provider import MemoryProvider
+
+    with tempfile.TemporaryDirectory(prefix="afi-bench-search-", dir=workdir) as tmp:
+        base = Path(tmp)
+        db, tree = base / "afi.db", base / "tree"
+        start = time.perf_counter()
+        build_store(db, notes)
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        files = export_tree(db, tree)
+        exported = time.perf_counter() - start
+        provider = MemoryProvider(db, base / "files")
+        caller = Caller(principal="local", space=SPACE)
+        check_export(provider, caller, tree)
+        cases = [
+            measure_case(provider, caller, c, tree, notes, runs=runs, page_limit=page_limit, budget=budget)
+            for c in CASES
+        ]
+        db_bytes = sum(p.stat().st_size for p in base.glob("afi.db*"))
+    return {
+        "notes": notes,
+        "files": files,
+        "db_bytes": db_bytes,
+        "build_seconds": built,
+        "export_seconds": exported,
+        "cases": cases,
+        "goals_met": _goals(cases),
+    }
+
+
+def _paged_cell(every: dict[str, Any]) -> str:
+    if every["complete"]:
+        return f"{every['p50']:.1f} ({every['pages']})"
+    return f">{every['p50']:.0f} ({every['pages']}+, stopped)"
+
+
+def _print(results: list[dict[str, Any]]) -> None:
+    rows = []
+    for size in results:
+        for c in size["cases"]:
+            rows.append(
+                (
+                    f"{size['notes']:,} {c['name']}",
+                    f"{c['match_fraction']:.2%}",
+                    c["provider_first_page_ms"]["p50"],
+                    c["provider_first_page_ms"]["p95"],
+                    _paged_cell(c["provider_all_pages_ms"]),
+                    c["rg_ms"]["p50"],
+                    c["grep_ms"]["p50"],
+                    f"{c['first_page_speedup']:.1f}x",
+                    f"{c['all_pages_speedup']:.2f}x",
+                    "yes" if c["agree"] else "NO",
+                )
+            )
+    columns = ("notes / case", "match", "1st p50 ms", "1st p95 ms", "all ms (pages)", "rg ms", "grep ms",
+               "1st vs best", "all vs best", "agree")  # fmt: skip
+    print_table("search: provider vs rg / grep (p50 over the runs)", columns, rows)
+    for size in results:
+        console.print(f"{size['notes']:,} notes, goals met: {size['goals_met']}")
+
+
+def run(
+    quick: bool = False,
+    *,
+    sizes: Sequence[int] | None = None,
+    runs: int | None = None,
+    page_limit: int = FIRST_PAGE,
+    budget: float | None = None,
+    results_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Run the search bench at each size; print the table, write ``search.json``; return the figures."""
+    for tool in ("rg", "grep"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"bench search needs {tool} on PATH (apt-get install ripgrep grep)")
+    sizes = list(sizes or ((2000,) if quick else (10_000, 100_000)))
+    runs = runs or (5 if quick else 20)
+    budget = budget or (20.0 if quick else 60.0)
+    results = [measure(n, runs=runs, page_limit=page_limit, budget=budget) for n in sizes]
+    payload = {
+        "bench": "search",
+        "seed": SEED,
+        "quick": quick,
+        "runs": runs,
+        "first_page_limit": FIRST_PAGE,
+        "budget_seconds": budget,
+        "goals": {
+            "selective_first_page_speedup": GOAL_SPEEDUP,
+            "selective_first_page_p50_ms": GOAL_P50_MS,
+            "broad_all_pages_speedup": 1.0,
+        },
+        "sizes": results,
+    }
+    _print(results)
+    if results_dir is None:
+        path = write_result("search", payload)
+    else:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        path = results_dir / "search.json"
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    console.print(f"wrote {path}")
+    return payload
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated note counts, not {text!r}") from None
+    if any(n < 1 for n in sizes):
+        raise argparse.ArgumentTypeError("note counts must be positive")
+    return sizes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Given command-line arguments, run the bench; return the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=_sizes, default=None, help="comma-separated note counts (default 10000,100000)")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs of the first page (default 20)")
+    parser.add_argument("--page-limit", type=int, default=FIRST_PAGE, help="page size when paging to the end")
+    parser.add_argument("--budget", type=float, default=None, help="seconds per measurement (default 60)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    run(
+        args.quick,
+        sizes=args.sizes,
+        runs=args.runs,
+        page_limit=args.page_limit,
+        budget=args.budget,
+        results_dir=args.results_dir,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The FUSE binding (AFI.md, "Bindings"): the AFI tree as a directory, on pyfuse3 and trio.
+
+Each kernel request becomes one provider verb run in a worker thread: getattr/lookup → ``stat``,
+readdir → ``list`` (every page), read → ``read``, and at level 3 a written file → one ``write`` when
+it is flushed or released, mkdir → ``mkdir``, unlink/rmdir → ``delete``, rename → ``move``. Errors map
+through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle).
+Files made through the mount whose names the provider does not store (editors' temp files: sed's
+``sedXXXXXX``, vim's ``4913``) are kept in memory until renamed onto a path it stores.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import time
+from typing import Any
+
+import pyfuse3
+
+from afi.errors import AfiError, InvalidPath, NotFound
+from afi.model import Entry, dump
+from afi.paths import basename, parent
+from afi.provider import Caller
+
+from .fuse_base import SEARCH_ENTRY, XATTRS, fuse_error, mapped_errors
+from .fuse_files import FileOps
+from .fuse_handles import DirHandle, Row, WriteHandle
+from .fuse_nodes import SEARCH_PATH, Node, entry_of_local
+
+__all__ = ["XATTRS", "AfiFS"]
+
+
+class AfiFS(FileOps):
+    """The pyfuse3 operations over one provider, as one caller (arguments: see :class:`FuseBase`)."""
+
+    # -- names and attributes --------------------------------------------------------------
+
+    @mapped_errors
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        path = self._child(parent_inode, name)
+        try:
+            entry = await self._entry(path)
+        except (NotFound, InvalidPath):  # a name the provider cannot hold does not exist (yet: see create)
+            raise fuse_error(errno.ENOENT) from None
+        node = self.inodes.for_path(path)
+        node.lookups += 1
+        return self._attrs(node, entry)
+
+    async def forget(self, inode_list: Any) -> None:
+        for ino, count in inode_list:
+            self.inodes.forget(ino, count)
+
+    @mapped_errors
+    async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        node = self.inodes.node(inode)
+        return self._attrs(node, await self._entry(node.path))
+
+    @mapped_errors
+    async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:
+        node = self.inodes.node(inode)
+        if fields.update_size:
+            await self._truncate(node, attr.st_size, fh)
+        return await self.getattr(inode)
+
+    async def _truncate(self, node: Node, size: int, fh: int | None) -> None:
+        if node.path == SEARCH_PATH:
+            return  # `> /.afi/search` truncates nothing: the request lives in the handle
+        self._may_change(await self._entry(node.path))
+        handle = self._handles.get(fh) if fh is not None else None
+        if isinstance(handle, WriteHandle):
+            if size == 0:
+                handle.buffer = bytearray()
+            await self._load(handle)
+            handle.truncate(size)
+        elif node.path in self.locals:
+            local = self.locals[node.path]
+            local.data = local.data[:size].ljust(size, b"\x00")
+        else:
+            whole = b"" if size == 0 else await self._whole(node.path)
+            entry = await self._call(self.provider.write, node.path, whole[:size].ljust(size, b"\x00"))
+            self.inodes.remember(node, entry)
+
+    @mapped_errors
+    async def readlink(self, inode: int, ctx: Any) -> bytes:
+        entry = await self._entry(self.inodes.node(inode).path)
+        if entry.type != "symlink" or not entry.target:
+            raise fuse_error(errno.EINVAL)
+        return os.fsencode(entry.target)
+
+    @mapped_errors
+    async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
+        entry = await self._entry(self.inodes.node(inode).path)
+        if name == b"user.afi.content_type":
+            return entry.content_type.encode()
+        if name == b"user.afi.etag" and entry.etag is not None:
+            return entry.etag.encode()
+        if name == b"user.afi.entry":
+            return json.dumps(dump(entry)).encode()
+        raise fuse_error(pyfuse3.ENOATTR)
+
+    @mapped_errors
+    async def listxattr(self, inode: int, ctx: Any) -> list[bytes]:
+        entry = await self._entry(self.inodes.node(inode).path)
+        return [x for x in XATTRS if x != b"user.afi.etag" or entry.etag is not None]
+
+    async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
+        data = pyfuse3.StatvfsData()
+        data.f_bsize = data.f_frsize = 4096
+        data.f_blocks = data.f_bfree = data.f_bavail = 1 << 24
+        data.f_files = data.f_ffree = data.f_favail = 1 << 24
+        data.f_namemax = 255
+        return data
+
+    # -- directories -----------------------------------------------------------------------
+
+    def _list_all(self, caller: Caller, path: str) -> list[Entry]:
+        entries: list[Entry] = []
+        cursor: str | None = None
+        while True:
+            page = self.provider.list(caller, path, cursor=cursor)
+            entries.extend(page.entries)
+            cursor = page.next_cursor
+            if not cursor:
+                return entries
+
+    async def _rows(self, path: str) -> list[Row]:
+        """Given a folder, return its children as readdir rows; reused while the store is unchanged."""
+        token, now = self.inodes.current_token(), time.monotonic()
+        cached = self._listings.get(path)
+        if self.inodes.watched and cached is not None and cached[0] == token and now - cached[1] < self.timeout:
+            return cached[2]
+        rows: list[Row] = []
+        for entry in await self._call(self._list_all, path):
+            node = self.inodes.for_path(entry.path)
+            self.inodes.remember(node, entry)
+            rows.append((os.fsencode(basename(entry.path)), entry, self._attrs(node, entry)))
+        self._listings[path] = (token, now, rows)
+        return rows
+
+    @mapped_errors
+    async def opendir(self, inode: int, ctx: Any) -> int:
+        path = self.inodes.node(inode).path
+        rows = await self._rows(path)
+        extra = [entry_of_local(p, f) for p, f in self.locals.items() if parent(p) == path and p != path]
+        if path == "/.afi":
+            extra.append(SEARCH_ENTRY)
+        if extra:
+            added = [(os.fsencode(basename(e.path)), e, self._attrs(self.inodes.for_path(e.path), e)) for e in extra]
+            rows = sorted(rows + added, key=lambda row: row[0])
+        return self._open(DirHandle(rows))
+
+    @mapped_errors
+    async def readdir(self, fh: int, start_id: int, token: Any) -> None:
+        handle = self._handle(fh)
+        assert isinstance(handle, DirHandle)
+        # A file being written keeps the size its writer gave it, not the stored one.
+        dirty = {h.ino for h in self._handles.values() if isinstance(h, WriteHandle) and h.dirty}
+        rows = handle.rows
+        for index in range(start_id, len(rows)):
+            name, entry, attr = rows[index]
+            node = self.inodes.for_path(entry.path)
+            if node.ino != attr.st_ino or node.ino in dirty:
+                attr = self._attrs(node, entry)
+            if not pyfuse3.readdir_reply(token, name, attr, index + 1):
+                return
+            node.lookups += 1
+
+    async def releasedir(self, fh: int) -> None:
+        self._handles.pop(fh, None)
+
+    @mapped_errors
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        self._may_change()
+        path = self._child(parent_inode, name)
+        self._changed()
+        entry = await self._call(self.provider.mkdir, path)
+        node = self.inodes.for_path(path)
+        self.inodes.remember(node, entry)
+        node.lookups += 1
+        return self._attrs(node, entry)
+
+    @mapped_errors
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        self._may_change()
+        path = self._child(parent_inode, name)
+        self._changed()
+        try:
+            await self._call(self.provider.delete, path)
+        except AfiError as err:
+            if err.code == "conflict":
+                raise fuse_error(errno.ENOTEMPTY) from None
+            raise
+        self.inodes.stale(path)
+
+    @mapped_errors
+    async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        self._may_change()
+        path = self._child(parent_inode, name)
+        self._changed()
+        if self.locals.pop(path, None) is None:
+            await self._call(self.provider.delete, path)
+        self.inodes.stale(path)
+
+    @mapped_errors
+    async def rename(
+        self, parent_old: int, name_old: bytes, parent_new: int, name_new: bytes, flags: int, ctx: Any
+    ) -> None:
+        self._may_change()
+        if flags & pyfuse3.RENAME_EXCHANGE:
+            raise fuse_error(errno.EINVAL)
+        keep = bool(flags & pyfuse3.RENAME_NOREPLACE)
+        source, destination = self._child(parent_old, name_old), self._child(parent_new, name_new)
+        self._changed()
+        local = self.locals.get(source)
+        if local is not None:
+            try:
+                entry = await self._call(self.provider.write, destination, local.data, create_only=keep)
+            except InvalidPath as err:  # still not a name the provider stores: it stays in memory
+                local.reason = err.message
+                self.locals[destination] = self.locals.pop(source)
+                self.inodes.moved(source, destination)
+                self._repoint_handles(source, destination)
+                return
+            del self.locals[source]
+        else:
+            if keep and destination in self.locals:
+                raise fuse_error(errno.EEXIST)
+            entry = await self._call(self.provider.move, source, destination, overwrite=not keep)
+        self.locals.pop(destination, None)
+        self.inodes.moved(source, destination)
+        self._repoint_handles(source, destination)
+        node = self.inodes.for_path(destination)
+        self.inodes.remember(node, entry)
+        node.page_etag = None
+        self._invalidate(node.ino)

@@ -1,0 +1,177 @@
+"""The FUSE binding's file operations: open, read, write, create, and one provider ``write`` per flush."""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any
+
+import pyfuse3
+
+from afi.errors import AfiError, InvalidPath, NotFound
+from afi.model import Entry
+
+from .fuse_base import WHOLE_CHUNK, WINDOW, FuseBase, fuse_error, log, mapped_errors
+from .fuse_handles import ReadHandle, SearchHandle, WriteHandle, render_matches
+from .fuse_nodes import SEARCH_PATH, LocalFile, Node, entry_of_local
+
+__all__ = ["FileOps"]
+
+
+class FileOps(FuseBase):
+    """Files: read windows, whole-file write buffers, and the search control file."""
+
+    @mapped_errors
+    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+        node = self.inodes.node(inode)
+        if node.path == SEARCH_PATH:
+            return pyfuse3.FileInfo(fh=self._open(SearchHandle()), direct_io=True)
+        if flags & os.O_ACCMODE != os.O_RDONLY:
+            return pyfuse3.FileInfo(fh=await self._open_for_write(node, flags))
+        entry = await self._entry(node.path)
+        if node.path not in self.locals and self.inodes.fresh(node) is None:
+            entry = await self._call(self.provider.stat, node.path)
+            self.inodes.remember(node, entry)
+        keep = entry.etag is not None and entry.etag == node.page_etag and node.path not in self.locals
+        node.page_etag = entry.etag
+        return pyfuse3.FileInfo(fh=self._open(ReadHandle(inode, node.path)), keep_cache=keep)
+
+    async def _open_for_write(self, node: Node, flags: int) -> int:
+        self._may_change(await self._entry(node.path))
+        handle = WriteHandle(node.ino, node.path, local=node.path in self.locals)
+        if flags & os.O_TRUNC:
+            handle.buffer, handle.dirty = bytearray(), True
+        node.page_etag = None
+        return self._open(handle)
+
+    @mapped_errors
+    async def create(
+        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
+    ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        path = self._child(parent_inode, name)
+        self._may_change(await self._entry(self.inodes.node(parent_inode).path))
+        try:
+            existing: Entry | None = await self._entry(path)
+        except (NotFound, InvalidPath):
+            existing = None
+        node = self.inodes.for_path(path)
+        if existing is not None:
+            if flags & os.O_EXCL:
+                raise fuse_error(errno.EEXIST)
+            fh = await self._open_for_write(node, flags)
+        else:
+            self._changed()
+            self.locals[path] = LocalFile()
+            existing = entry_of_local(path, self.locals[path])
+            fh = self._open(WriteHandle(node.ino, path, buffer=bytearray(), dirty=True, local=True))
+        node.lookups += 1
+        return pyfuse3.FileInfo(fh=fh), self._attrs(node, existing)
+
+    @mapped_errors
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        handle = self._handle(fh)
+        if isinstance(handle, SearchHandle):
+            return handle.read(off, size)
+        if isinstance(handle, WriteHandle):
+            await self._load(handle)
+            assert handle.buffer is not None
+            return bytes(handle.buffer[off : off + size])
+        assert isinstance(handle, ReadHandle)
+        served = handle.serve(off, size)
+        if served is not None:
+            return served
+        local = self.locals.get(handle.path)
+        if local is not None:
+            return local.data[off : off + size]
+        result = await self._call(self.provider.read, handle.path, offset=off, length=max(size, WINDOW))
+        handle.start, handle.data, handle.eof = off, result.data, result.eof
+        return result.data[:size]
+
+    @mapped_errors
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        handle = self._handle(fh)
+        if isinstance(handle, SearchHandle):
+            await self._search(handle, buf)
+            return len(buf)
+        if not isinstance(handle, WriteHandle):
+            raise fuse_error(errno.EBADF)
+        await self._load(handle)
+        handle.put(off, buf)
+        return len(buf)
+
+    async def _search(self, handle: SearchHandle, data: bytes) -> None:
+        handle.request.extend(data)
+        handle.answer, handle.base = None, None
+        try:
+            request = handle.parsed()
+            if request is None:
+                return
+            page = await self._call(self.provider.search, request)
+        except AfiError as err:
+            handle.fail(err)
+            raise
+        handle.answer = render_matches(page)
+
+    async def _whole(self, path: str) -> bytes:
+        """Given a path, return all its bytes (read in chunks, so big workspace files load too)."""
+        chunks: list[bytes] = []
+        offset = 0
+        while True:
+            result = await self._call(self.provider.read, path, offset=offset, length=WHOLE_CHUNK)
+            chunks.append(result.data)
+            offset += len(result.data)
+            if result.eof or not result.data:
+                return b"".join(chunks)
+
+    async def _load(self, handle: WriteHandle) -> None:
+        if handle.buffer is not None:
+            return
+        local = self.locals.get(handle.path)
+        data = local.data if local is not None else await self._whole(handle.path)
+        handle.buffer = bytearray(data)
+
+    async def _commit(self, handle: WriteHandle) -> None:
+        """Hand the buffered content to the provider as one ``write``; keep a refused new name in memory."""
+        data = bytes(handle.buffer or b"")
+        path = handle.path
+        self._changed()
+        try:
+            entry = await self._call(self.provider.write, path, data)
+        except InvalidPath as err:
+            if not handle.local:
+                raise
+            self.locals[path] = LocalFile(data, reason=err.message)
+            handle.dirty = False
+            log.info("%s is kept in memory only: %s", path, err.message)
+            return
+        except AfiError:
+            if handle.local:
+                self.locals.pop(path, None)  # nothing half-made stays behind
+                self.inodes.stale(path)
+            raise
+        if handle.local:
+            self.locals.pop(path, None)
+            handle.local = False
+        handle.dirty = False
+        node = self.inodes.for_path(path)
+        self.inodes.remember(node, entry)
+        node.page_etag = None
+        self._invalidate(node.ino)
+
+    @mapped_errors
+    async def flush(self, fh: int) -> None:
+        handle = self._handle(fh)
+        if isinstance(handle, WriteHandle) and handle.dirty:
+            await self._commit(handle)
+
+    @mapped_errors
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        await self.flush(fh)
+
+    async def release(self, fh: int) -> None:
+        handle = self._handles.pop(fh, None)
+        if isinstance(handle, WriteHandle) and handle.dirty:
+            try:
+                await self._commit(handle)
+            except AfiError as err:
+                log.warning("%s: %s: the last write could not be stored: %s", handle.path, err.code, err.message)

@@ -1,0 +1,132 @@
+"""What one open file handle of the mount holds: a read window, a write buffer, or a search.
+
+A written file is buffered whole and handed to the provider as one ``write`` when it is flushed,
+synced or released, so the provider never sees half a note. The search control file keeps its
+request and its answer per handle, so two processes searching at once never see each other's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from afi.errors import AfiError, InvalidPath
+from afi.model import Entry, MatchPage, SearchRequest, dump
+
+__all__ = ["SEARCH_USAGE", "DirHandle", "ReadHandle", "Row", "SearchHandle", "WriteHandle", "render_matches"]
+
+SEARCH_USAGE = (
+    b"afi search: on one open handle, write a JSON request such as\n"
+    b'  {"query": "word", "path": "/facts", "limit": 100}\n'
+    b'  {"query": {"regex": "^dea?l", "flags": "i"}}   {"query": {"semantic": "what does alice drink"}}\n'
+    b'then read from offset 0: one JSON match per line, a {"next_cursor": ...} line when more remain,\n'
+    b"and an empty line at the end.\n"
+)
+
+
+@dataclass
+class ReadHandle:
+    """A file opened for reading: a window of its bytes fetched from the provider."""
+
+    ino: int
+    path: str
+    start: int = 0
+    data: bytes | None = None
+    eof: bool = False
+
+    def serve(self, offset: int, size: int) -> bytes | None:
+        """Given a read, return its bytes from the window, or ``None`` when they are not in it."""
+        if self.data is None:
+            return None
+        end = self.start + len(self.data)
+        if self.start <= offset and (offset + size <= end or self.eof):
+            return self.data[offset - self.start : offset - self.start + size]
+        return None
+
+
+@dataclass
+class WriteHandle:
+    """A file opened for writing: the whole new content, loaded on first need, and whether it changed."""
+
+    ino: int
+    path: str
+    buffer: bytearray | None = None
+    dirty: bool = False
+    local: bool = False  # made through the mount and not (yet) stored by the provider
+
+    def put(self, offset: int, data: bytes) -> None:
+        assert self.buffer is not None
+        end = offset + len(data)
+        if offset > len(self.buffer):
+            self.buffer.extend(b"\x00" * (offset - len(self.buffer)))
+        self.buffer[offset:end] = data
+        self.dirty = True
+
+    def truncate(self, size: int) -> None:
+        assert self.buffer is not None
+        if size < len(self.buffer):
+            del self.buffer[size:]
+        else:
+            self.buffer.extend(b"\x00" * (size - len(self.buffer)))
+        self.dirty = True
+
+
+@dataclass
+class SearchHandle:
+    """An open ``/.afi/search``: the request written so far, and the answer (or error) it got."""
+
+    request: bytearray = field(default_factory=bytearray)
+    answer: bytes | None = None
+    base: int | None = None  # where the answer starts: 0 (pread from 0), or after the request (a shell's fd)
+
+    def parsed(self) -> SearchRequest | None:
+        """Return the request once the bytes written form a whole JSON object, else ``None``.
+
+        Raises:
+            InvalidPath: the bytes are JSON but not a valid search request.
+        """
+        try:
+            body = json.loads(self.request.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(body, dict):
+            raise InvalidPath('a search request is a JSON object: {"query": ..., "path"?, "limit"?}')
+        try:
+            return SearchRequest.model_validate(body)
+        except ValueError as err:
+            raise InvalidPath(f"bad search request: {err}".splitlines()[0]) from None
+
+    def fail(self, err: AfiError) -> None:
+        self.answer = (json.dumps({"error": err.to_dict()}) + "\n\n").encode()
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.answer is None:
+            if self.request:
+                self.fail(InvalidPath("the search request is not complete JSON"))
+            else:
+                return SEARCH_USAGE[offset : offset + size]
+        assert self.answer is not None
+        if self.base is None:
+            # A shell reads on from where its write left the offset; a program reads from 0.
+            self.base = len(self.request) if offset == len(self.request) else 0
+        start = max(0, offset - self.base)
+        return self.answer[start : start + size]
+
+
+Row = tuple[bytes, Entry, Any]  # a child's name, its entry, and its pyfuse3.EntryAttributes
+
+
+@dataclass
+class DirHandle:
+    """An open directory: its children, listed once at opendir, as readdir rows."""
+
+    rows: list[Row]
+
+
+def render_matches(page: MatchPage) -> bytes:
+    """Given a page of matches, return NDJSON: one match per line, the cursor when more remain, ``\\n``."""
+    lines = [json.dumps(dump(match), ensure_ascii=False) for match in page.matches]
+    if page.next_cursor:
+        lines.append(json.dumps({"next_cursor": page.next_cursor}))
+    return ("\n".join(lines) + ("\n" if lines else "") + "\n").encode()

@@ -1,0 +1,223 @@
+"""The FUSE binding's inode table: AFI paths to inode numbers, with the entries last seen for them.
+
+Inodes are path-based: one path keeps one inode number while the kernel knows it, so a note that is
+rewritten (or deleted and made again) elsewhere stays the same file to the kernel. Entries are cached
+while the store's change token stays the same (or, without a token, for a short time), so ``lookup``
+and ``getattr`` after a listing cost no provider call.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import stat
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyfuse3
+
+from afi.model import Entry
+from afi.paths import is_within
+
+__all__ = ["SEARCH_PATH", "Inodes", "LocalFile", "Node", "attributes", "entry_of_local"]
+
+SEARCH_PATH = "/.afi/search"
+_TOKEN_EVERY = 0.1  # seconds between two looks at the change token
+
+
+@dataclass
+class Node:
+    """One inode: its AFI path, the entry last seen, when, and under which change token."""
+
+    ino: int
+    path: str
+    entry: Entry | None = None
+    seen_at: float = 0.0
+    token: object = None
+    lookups: int = 0
+    page_etag: str | None = None  # the etag of the bytes the kernel may hold in its page cache
+
+
+@dataclass
+class LocalFile:
+    """A file made through the mount that the provider did not accept as a name (an editor's temp file).
+
+    It lives in memory only, until it is renamed onto a path the provider stores, or deleted.
+    """
+
+    data: bytes = b""
+    mtime_ns: int = field(default_factory=time.time_ns)
+    reason: str = ""
+
+
+class Inodes:
+    """Given AFI paths, hand out inode numbers, and keep the entries seen for them.
+
+    Args:
+        root: the AFI path the mount's root shows (``--subtree``).
+        change_token: returns a value that changes whenever the store changes; ``None`` means
+            entries are trusted for ``ttl`` seconds only.
+        ttl: how long an entry is trusted without a change token.
+    """
+
+    def __init__(self, root: str, change_token: Callable[[], Hashable] | None = None, ttl: float = 0.5) -> None:
+        self.root = root
+        self._by_ino: dict[int, Node] = {pyfuse3.ROOT_INODE: Node(pyfuse3.ROOT_INODE, root, lookups=1)}
+        self._by_path: dict[str, int] = {root: pyfuse3.ROOT_INODE}
+        self._next = pyfuse3.ROOT_INODE + 1
+        self._change_token = change_token
+        self._ttl = ttl
+        self._token: Hashable = change_token() if change_token else None
+        self._watched = self._token  # what the watcher saw last (handlers refresh _token on their own)
+        self._token_at = time.monotonic()
+
+    # -- paths and numbers -----------------------------------------------------------------
+
+    def node(self, ino: int) -> Node:
+        """Given an inode number, return its node (ENOENT when the kernel's number is unknown)."""
+        found = self._by_ino.get(ino)
+        if found is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return found
+
+    def for_path(self, path: str) -> Node:
+        """Given an AFI path, return its node, making one when the path is new."""
+        ino = self._by_path.get(path)
+        if ino is not None:
+            return self._by_ino[ino]
+        node = Node(self._next, path)
+        self._next += 1
+        self._by_ino[node.ino] = node
+        self._by_path[path] = node.ino
+        return node
+
+    def known(self, path: str) -> Node | None:
+        ino = self._by_path.get(path)
+        return None if ino is None else self._by_ino[ino]
+
+    def forget(self, ino: int, count: int) -> None:
+        node = self._by_ino.get(ino)
+        if node is None or ino == pyfuse3.ROOT_INODE:
+            return
+        node.lookups -= count
+        if node.lookups <= 0:
+            del self._by_ino[ino]
+            if self._by_path.get(node.path) == ino:
+                del self._by_path[node.path]
+
+    def moved(self, source: str, destination: str) -> None:
+        """Repoint every node at or below ``source`` to the same place below ``destination``."""
+        gone = self._by_path.pop(destination, None)
+        if gone is not None and gone in self._by_ino:
+            self._by_ino[gone].entry = None
+        for path in [p for p in self._by_path if is_within(p, source)]:
+            ino = self._by_path.pop(path)
+            node = self._by_ino[ino]
+            node.path = destination + path[len(source) :]
+            node.entry = None
+            self._by_path[node.path] = ino
+
+    # -- cached entries --------------------------------------------------------------------
+
+    def current_token(self) -> Hashable:
+        if self._change_token is not None and time.monotonic() - self._token_at >= _TOKEN_EVERY:
+            self._token = self._change_token()
+            self._token_at = time.monotonic()
+        return self._token
+
+    def fresh(self, node: Node) -> Entry | None:
+        """Given a node, return its cached entry while it can be trusted, else ``None``."""
+        if node.entry is None:
+            return None
+        if self._change_token is not None:
+            return node.entry if node.token == self.current_token() else None
+        return node.entry if time.monotonic() - node.seen_at < self._ttl else None
+
+    def remember(self, node: Node, entry: Entry) -> None:
+        node.entry = entry
+        node.seen_at = time.monotonic()
+        node.token = self.current_token()
+
+    def stale(self, path: str) -> None:
+        """Drop the cached entry of ``path`` (after a change made through the mount)."""
+        node = self.known(path)
+        if node is not None:
+            node.entry = None
+
+    def looked_up(self) -> list[int]:
+        """The inode numbers the kernel holds."""
+        return [ino for ino, node in self._by_ino.items() if node.lookups > 0]
+
+    def token_changed(self) -> bool:
+        """Look at the change token now; return True when it moved since the last look."""
+        if self._change_token is None:
+            return False
+        before = self._watched
+        self._token = self._watched = self._change_token()
+        self._token_at = time.monotonic()
+        return bool(self._watched != before)
+
+    @property
+    def watched(self) -> bool:
+        return self._change_token is not None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ns(moment: str) -> int:
+    return int(datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+def attributes(
+    ino: int, entry: Entry, *, read_only: bool, timeout: float, size: int | None = None
+) -> pyfuse3.EntryAttributes:
+    """Given an inode number and its AFI entry, return the attributes the kernel sees."""
+    attr = pyfuse3.EntryAttributes()
+    writable = "w" in str(entry.attributes.get("permissions", "rw")) and not read_only
+    if entry.type == "directory":
+        attr.st_mode = stat.S_IFDIR | (0o755 if writable else 0o555)
+        attr.st_nlink = 2
+    elif entry.type == "symlink":
+        attr.st_mode = stat.S_IFLNK | 0o777
+        attr.st_nlink = 1
+    else:
+        attr.st_mode = stat.S_IFREG | (0o644 if writable else 0o444)
+        attr.st_nlink = 1
+    attr.st_ino = ino
+    attr.st_size = entry.size if size is None else size
+    attr.st_blksize = 4096
+    attr.st_blocks = (attr.st_size + 511) // 512
+    attr.st_mtime_ns = _ns(entry.mtime)
+    attr.st_ctime_ns = _ns(entry.ctime)
+    attr.st_atime_ns = attr.st_mtime_ns
+    attr.st_uid = _OWNER[0]
+    attr.st_gid = _OWNER[1]
+    attr.entry_timeout = timeout
+    attr.attr_timeout = timeout
+    return attr
+
+
+def entry_of_local(path: str, local: LocalFile) -> Entry:
+    """Given a memory-only file, return the entry it shows as."""
+    from afi.model import rfc3339
+
+    moment = rfc3339(local.mtime_ns / 1e9)
+    return Entry(
+        path=path,
+        type="file",
+        size=len(local.data),
+        mtime=moment,
+        ctime=moment,
+        content_type="application/octet-stream",
+        attributes={"permissions": "rw", "x-local": local.reason or "kept in memory by the mount"},
+    )
+
+
+def _owner() -> tuple[int, int]:
+    import os
+
+    return os.getuid(), os.getgid()
+
+
+_OWNER = _owner()

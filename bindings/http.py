@@ -1,0 +1,420 @@
+"""The HTTP/JSON binding (AFI.md, "Bindings"): parse the request, call one verb in a worker thread, render.
+
+Routes answer at the root (the key's own space) and again under ``/spaces/{space}/``, where a key
+bound to another space is refused at the door with 401 ``invalid_token``. Errors are
+``{"error": {code, message, path?, retry_after?}}`` with the status of :data:`afi.errors.HTTP_STATUS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from afi.client import EOF_HEADER, MTIME_HEADER, SIZE_HEADER
+from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, TooLarge, Unauthorized
+from afi.model import DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
+from afi.provider import SCOPES, Caller, Provider
+from afi.ratelimit import RateLimiter
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+_QUERY_TOKEN_NAMES = ("access_token", "token", "api_key", "apikey", "bearer")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_STATUS_CODE = {status: code for code, status in HTTP_STATUS.items()}
+T = TypeVar("T")
+
+
+class _InvalidToken(Unauthorized):
+    """A genuine key presented where it does not belong (another space): RFC 6750 ``invalid_token``."""
+
+
+class _BodyTooLarge(StarletteHTTPException):
+    def __init__(self, cap: int) -> None:
+        super().__init__(413, f"the request body is over the {cap}-byte cap")
+
+
+class MkdirBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    parents: bool = False
+
+
+class MoveBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    from_: str = Field(alias="from")
+    to: str
+    overwrite: bool = False
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    path: str | None = None
+    retry_after: float | None = None
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody
+
+
+class _BodyCap:
+    """ASGI middleware: refuse a body over the cap by its Content-Length, and count while it streams."""
+
+    def __init__(self, app: ASGIApp, cap: int) -> None:
+        self.app = app
+        self.cap = cap
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.cap:
+                await _error_response(TooLarge(f"the request body is over the {self.cap}-byte cap"))(
+                    scope, receive, send
+                )
+                return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.cap:
+                    raise _BodyTooLarge(self.cap)
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _challenge(request: Request, err: AfiError, token_sent: bool) -> str:
+    base = str(request.base_url).rstrip("/")
+    space = request.path_params.get("space")
+    metadata = base + METADATA_PATH + (f"/spaces/{space}" if space else "")
+    parts = ["Bearer"]
+    if token_sent or isinstance(err, _InvalidToken):
+        parts.append('error="invalid_token",')
+    parts.append(f'resource_metadata="{metadata}", scope="afi:read afi:write"')
+    return " ".join(parts)
+
+
+def _error_response(err: AfiError, headers: dict[str, str] | None = None) -> JSONResponse:
+    extra = dict(headers or {})
+    if err.retry_after is not None:
+        extra["Retry-After"] = str(max(1, round(err.retry_after + 0.499)))
+    return JSONResponse({"error": err.to_dict()}, status_code=HTTP_STATUS.get(err.code, 500), headers=extra)
+
+
+def _etag(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return value if value.startswith(('"', 'W/"')) else f'"{value}"'
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if value.startswith("W/"):
+        value = value[2:]
+    return value.strip('"')
+
+
+async def _run(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+    """Run one synchronous provider call in a worker thread; a stray exception becomes ``internal``."""
+
+    def call() -> T:
+        try:
+            return fn(*args, **kw)
+        except AfiError:
+            raise
+        except Exception as err:
+            raise Internal(f"the provider failed: {type(err).__name__}") from err
+
+    return await anyio.to_thread.run_sync(call)
+
+
+def _json(model: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(dump(model), status_code=status)
+
+
+@dataclass(frozen=True)
+class _Door:
+    """What the app checks at the door, kept on ``app.state.afi``."""
+
+    provider: Provider
+    rate_limit: RateLimiter | None
+    allowed_spaces: frozenset[str] | None
+    default_space: str | None
+
+
+def _caller_of(request: Request) -> Caller:
+    """Given a request, return who asks (runs in a worker thread: the key store is SQLite)."""
+    door: _Door = request.app.state.afi
+    for name in _QUERY_TOKEN_NAMES:
+        if name in request.query_params:
+            raise InvalidPath(
+                f"a token in the query string ({name}=…) is refused: send 'Authorization: Bearer <token>'"
+            )
+    header = request.headers.get("authorization")
+    token: str | None = None
+    if header is not None:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise Unauthorized("only 'Authorization: Bearer <token>' is accepted")
+        token = value.strip()
+    address = request.client.host if request.client else "unknown"
+    try:
+        caller = door.provider.authenticate(token)
+    except Unauthorized:
+        if door.rate_limit is not None:
+            door.rate_limit.check(f"addr:{address}")
+        raise
+    if door.rate_limit is not None:
+        door.rate_limit.check(f"principal:{caller.principal}")
+    space = request.path_params.get("space")
+    if token is None and (space or door.default_space):
+        # Keyless (loopback) mode: the local owner works in whichever space the URL names.
+        caller = replace(caller, space=space or door.default_space or caller.space)
+    if space is not None and caller.space != space:
+        raise _InvalidToken(f"this key is bound to another space, not {space!r}")
+    if door.allowed_spaces is not None and caller.space not in door.allowed_spaces:
+        raise _InvalidToken(f"this server does not serve the space {caller.space!r}")
+    return caller
+
+
+async def _current_caller(request: Request) -> Caller:
+    return await _run(_caller_of, request)
+
+
+Who = Annotated[Caller, Depends(_current_caller)]
+PathQ = Annotated[str, Query(description="absolute AFI path, e.g. /facts/x.md")]
+
+
+def create_app(
+    provider: Provider,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    rate_limit: RateLimiter | None = None,
+    cors: bool = True,
+    allowed_spaces: set[str] | frozenset[str] | None = None,
+    default_space: str | None = None,
+) -> FastAPI:
+    """Given a provider, return the FastAPI app serving it over HTTP/JSON.
+
+    Args:
+        max_body_bytes: bodies over this answer 413 before they are read whole.
+        rate_limit: a limiter keyed by principal (or by address for refused credentials).
+        cors: allow any origin (tokens travel in a header, never in cookies).
+        allowed_spaces: when given, only these spaces are served; another is 401 ``invalid_token``.
+        default_space: the space the keyless local owner works in at the root routes.
+    """
+    app = FastAPI(
+        title="afi-memory",
+        summary="An agent's memory as a filesystem: the AFI v0.1 HTTP/JSON binding.",
+        version="0.1",
+        responses={"default": {"model": ErrorEnvelope, "description": "an AFI error"}},
+    )
+
+    app.state.afi = _Door(
+        provider, rate_limit, frozenset(allowed_spaces) if allowed_spaces is not None else None, default_space
+    )
+
+    @app.exception_handler(AfiError)
+    async def _afi_error(request: Request, err: AfiError) -> JSONResponse:
+        headers: dict[str, str] = {}
+        if isinstance(err, Unauthorized):
+            sent = request.headers.get("authorization") is not None
+            headers["WWW-Authenticate"] = _challenge(request, err, sent)
+        return _error_response(err, headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODE.get(err.status_code, "internal" if err.status_code >= 500 else "invalid_path")
+        message = str(err.detail)
+        if err.status_code == 404:
+            message = f"no route {request.url.path}; AFI routes live under /afi/ and /.afi/manifest.json"
+        elif err.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}"
+        body: dict[str, Any] = {"code": code, "message": message}
+        return JSONResponse({"error": body}, status_code=err.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, err: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
+            for e in err.errors()
+        )
+        return _error_response(InvalidPath(f"bad request: {problems}"))
+
+    router = APIRouter()
+
+    @router.get("/.afi/manifest.json", summary="The manifest", tags=["discovery"])
+    async def manifest(request: Request) -> JSONResponse:
+        """The provider's manifest, plus what this binding adds: its limits and where it answers."""
+        data = dump(await _run(provider.manifest))
+        limits = dict(data.get("x-limits") or {})
+        limits["max_body_bytes"] = max_body_bytes
+        if rate_limit is not None:
+            limits["rate"] = rate_limit.describe()
+        data["x-limits"] = limits
+        bindings = dict(data.get("x-bindings") or {})
+        bindings["http"] = str(request.base_url).rstrip("/")
+        data["x-bindings"] = bindings
+        return JSONResponse(data)
+
+    @router.get("/afi/stat", response_model=Entry, summary="stat: one entry", tags=["discovery"])
+    async def stat(who: Who, path: PathQ) -> JSONResponse:
+        return _json(await _run(provider.stat, who, path))
+
+    @router.get("/afi/list", response_model=Page, summary="list: direct children, sorted", tags=["discovery"])
+    async def list_(
+        who: Who, path: PathQ, limit: int = 1000, cursor: str | None = None, glob: str | None = None
+    ) -> JSONResponse:
+        return _json(await _run(provider.list, who, path, limit=limit, cursor=cursor, glob=glob))
+
+    @router.get(
+        "/afi/read",
+        summary="read: raw bytes (Range, ETag/If-None-Match honoured)",
+        tags=["read"],
+        response_class=Response,
+        responses={200: {"content": {"application/octet-stream": {}}}, 206: {"description": "partial content"}},
+    )
+    async def read(
+        who: Who,
+        path: PathQ,
+        offset: int = 0,
+        length: int | None = None,
+        range_: Annotated[str | None, Header(alias="Range")] = None,
+        if_none_match: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        status, content_range = 200, None
+        match = _RANGE.match(range_.strip()) if range_ else None
+        if match and (match.group(1) or match.group(2)):
+            size = (await _run(provider.stat, who, path)).size
+            first, last = match.group(1), match.group(2)
+            if first:
+                offset, end = int(first), min(int(last), size - 1) if last else size - 1
+            else:
+                offset, end = max(size - int(last), 0), size - 1
+            if offset >= size or end < offset or (int(last or 1) == 0 and not first):
+                return Response(status_code=416, headers={"Content-Range": f"bytes */{size}"})
+            length, status, content_range = end - offset + 1, 206, f"bytes {offset}-{end}/{size}"
+        result = await _run(provider.read, who, path, offset=offset, length=length)
+        headers = {"Accept-Ranges": "bytes", EOF_HEADER: "true" if result.eof else "false"}
+        headers[SIZE_HEADER] = str(result.size)
+        if result.mtime:
+            headers[MTIME_HEADER] = result.mtime
+        etag = _etag(result.etag)
+        if etag:
+            headers["ETag"] = etag
+            if if_none_match and (
+                if_none_match.strip() == "*" or _unquote(etag) in {_unquote(t) for t in if_none_match.split(",")}
+            ):
+                return Response(status_code=304, headers=headers)
+        if content_range:
+            headers["Content-Range"] = content_range
+        headers["Content-Type"] = result.content_type  # as the provider says it; Starlette would add a charset
+        return Response(result.data, status_code=status, headers=headers)
+
+    @router.post("/afi/search", response_model=MatchPage, summary="search: exact, regex or semantic", tags=["search"])
+    async def search(who: Who, request: Annotated[SearchRequest, Body()]) -> JSONResponse:
+        return _json(await _run(provider.search, who, request))
+
+    @router.put(
+        "/afi/write",
+        response_model=Entry,
+        summary="write: the raw body to a path (If-Match for optimistic concurrency)",
+        tags=["write"],
+        openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}, "required": True}},
+    )
+    async def write(
+        request: Request,
+        who: Who,
+        path: PathQ,
+        append: bool = False,
+        create_only: bool = False,
+        offset: int | None = None,
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        chunks = [chunk async for chunk in request.stream()]
+        data = b"".join(chunks)
+        entry = await _run(
+            partial(provider.write, who, path, data),
+            offset=offset,
+            append=append,
+            create_only=create_only,
+            if_match=if_match.strip() if if_match else None,
+        )
+        return _json(entry)
+
+    @router.post("/afi/mkdir", response_model=Entry, summary="mkdir (parents optional)", tags=["write"])
+    async def mkdir(who: Who, body: MkdirBody) -> JSONResponse:
+        return _json(await _run(provider.mkdir, who, body.path, parents=body.parents))
+
+    @router.delete("/afi/delete", response_model=DeleteResult, summary="delete (forget a note)", tags=["write"])
+    async def delete(who: Who, path: PathQ, recursive: bool = False) -> JSONResponse:
+        return _json(await _run(provider.delete, who, path, recursive=recursive))
+
+    @router.post("/afi/move", response_model=Entry, summary="move / rename", tags=["write"])
+    async def move(who: Who, body: MoveBody) -> JSONResponse:
+        return _json(await _run(provider.move, who, body.from_, body.to, overwrite=body.overwrite))
+
+    app.include_router(router)
+    app.include_router(router, prefix="/spaces/{space}")
+    from .http_ledger import ledger_router  # the module imports this one's door helpers
+
+    ledger = ledger_router(provider)
+    app.include_router(ledger)
+    app.include_router(ledger, prefix="/spaces/{space}")
+
+    async def resource_metadata(request: Request) -> JSONResponse:
+        """RFC 9728 protected-resource metadata: which resource this is and how to present a key."""
+        base = str(request.base_url).rstrip("/")
+        space = request.path_params.get("space")
+        if space is not None and allowed_spaces is not None and space not in allowed_spaces:
+            raise NotFound(f"this server does not serve the space {space!r}")
+        return JSONResponse(
+            {
+                "resource": base + (f"/spaces/{space}" if space else ""),
+                "resource_name": "afi-memory",
+                "scopes_supported": list(SCOPES),
+                "bearer_methods_supported": ["header"],
+            }
+        )
+
+    app.add_api_route(METADATA_PATH, resource_metadata, methods=["GET"], tags=["discovery"])
+    app.add_api_route(METADATA_PATH + "/spaces/{space}", resource_metadata, methods=["GET"], tags=["discovery"])
+    if cors:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=["*"],
+            allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match", "Range"],
+            expose_headers=[
+                "ETag",
+                "Content-Range",
+                "Accept-Ranges",
+                "Retry-After",
+                "WWW-Authenticate",
+                EOF_HEADER,
+                SIZE_HEADER,
+                MTIME_HEADER,
+            ],
+            max_age=600,
+        )
+    app.add_middleware(_BodyCap, cap=max_body_bytes)
+    return app

@@ -1,0 +1,38 @@
+"""The ledger's HTTP routes: ``POST /ledger/{session}/{op}`` appends to a session's branch.
+
+``op`` is one of ``append`` (``{messages: [{role, text, entry_id, timestamp?}]}``), ``observe``,
+``reflect``, ``scope.open``, ``scope.close``, ``bind``; the body is that operation's JSON fields.
+Same door as the AFI routes (bearer key, space, rate limit); a write needs ``afi:write``. The route
+only translates: the provider's ``ledger_write`` does the work, and answers 405 ``unsupported`` when
+the provider has no ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+from fastapi.responses import JSONResponse
+
+from afi.errors import Unsupported
+from afi.provider import Provider
+
+from .http import Who, _run
+
+__all__ = ["LEDGER_OPS", "ledger_router"]
+
+LEDGER_OPS = ("append", "observe", "reflect", "scope.open", "scope.close", "bind")
+
+
+def ledger_router(provider: Provider) -> APIRouter:
+    """Given a provider, return the router of the ledger routes (mounted at the root and per space)."""
+    router = APIRouter()
+
+    @router.post("/ledger/{session}/{op}", summary="Append to a session's observational ledger", tags=["ledger"])
+    async def ledger_write(who: Who, session: str, op: str, body: Annotated[dict[str, Any], Body()]) -> JSONResponse:
+        write = getattr(provider, "ledger_write", None)
+        if not callable(write):
+            raise Unsupported("this provider keeps no observational ledger")
+        return JSONResponse(await _run(write, who, op, session, body))
+
+    return router

@@ -1,0 +1,378 @@
+"""The MCP binding (AFI.md, "Bindings", MCP): ``afi.*`` tools, the manifest and files as resources.
+
+:class:`McpBinding` builds one low-level ``mcp`` :class:`~mcp.server.lowlevel.Server` over a provider.
+Every tool call is parse, one call in a worker thread, render: a result carries the structured
+object and its text; an :class:`~afi.errors.AfiError` becomes a tool error whose text is the error
+JSON ``{code, message, path?}``. Which caller asks, in which mode, and in which session comes from
+the transport (:mod:`afi.bindings.mcp_http` for Streamable HTTP, :func:`stdio_info` for stdio).
+
+- Tool names: dotted (``afi.stat``), underscored (``afi_stat``) or both (the default).
+- A stateful session also gets the fabric's five ``memory.*`` tools, attached to that session only.
+- Discovery mode answers three meta-tools instead (``search_tools``, ``get_tool_schema``, ``call_tool``).
+- Write tools called with an idempotency key replay their stored result (:mod:`afi.receipts`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import anyio.to_thread
+import jsonschema
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from afi.errors import AfiError, Forbidden, Internal, InvalidPath, NotFound, Unsupported
+from afi.manifest import VERBS
+from afi.provider import Caller, Provider
+from afi.receipts import Claim, ReceiptStore, no_key
+
+from .mcp_discovery import CALL_TOOL, discovery_tools
+from .mcp_resources import list_resources, list_templates, read_resource
+from .mcp_tools import ToolOutput, ToolSpec, afi_tools
+
+__all__ = ["IDEMPOTENCY_META", "FabricSessions", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
+
+ToolNames = Literal["dotted", "underscore", "both"]
+Mode = Literal["tools", "discovery"]
+IDEMPOTENCY_META = "idempotencyKey"
+SCOPE_KEY = "afi.mcp"  # where the HTTP transport leaves the RequestInfo in the ASGI scope
+INSTRUCTIONS = (
+    "An agent's memory as a filesystem (AFI). Notes: /facts/<name>.md, /procedures/<name>.md, "
+    "/working/<block>.md; real files under /files; every version under /history. Read with afi.read, "
+    "find with afi.search (exact, regex or semantic), remember by writing a note path with afi.write, "
+    "forget with afi.delete. Errors are JSON {code, message, path?}."
+)
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """Who calls, in which mode, in which stateful session (None: no session), with which header key."""
+
+    caller: Caller
+    mode: Mode = "tools"
+    session_id: str | None = None
+    idempotency_key: str | None = None
+
+
+def stdio_info(caller: Caller, mode: Mode = "tools", session_id: str = "stdio") -> RequestInfo:
+    """Given the process's caller, return the RequestInfo of a stdio server (one process, one session)."""
+    return RequestInfo(caller, mode, session_id)
+
+
+class FabricSessions(Protocol):
+    """Attaches the fabric to one MCP session and hands back its ``memory.*`` tools."""
+
+    def open(self, caller: Caller, session_id: str) -> list[ToolSpec]:
+        """Attach a fabric session for ``session_id``; return its tools (they refuse once closed)."""
+        ...
+
+    def close(self, session_id: str) -> None:
+        """Detach the session (harmless when it was never opened)."""
+        ...
+
+
+def exposed_names(name: str, style: ToolNames) -> list[str]:
+    """Given a dotted tool name and the naming style, return the names the tool is offered under."""
+    under = name.replace(".", "_")
+    if style == "dotted" or under == name:
+        return [name]
+    if style == "underscore":
+        return [under]
+    return [name, under]
+
+
+def error_result(err: AfiError) -> types.CallToolResult:
+    """Given an AfiError, return the tool error whose text is its JSON ``{code, message, path?}``."""
+    # No structured content: some clients check it against the tool's output schema even on errors.
+    body = err.to_dict()
+    return types.CallToolResult(content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))], is_error=True)
+
+
+def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        read_only_hint=spec.read_only,
+        destructive_hint=spec.destructive,
+        idempotent_hint=spec.idempotent,
+        open_world_hint=False,
+    )
+
+
+def mcp_tool(spec: ToolSpec, name: str) -> types.Tool:
+    """Given a tool spec and the name to offer it under, return the MCP tool definition."""
+    return types.Tool(
+        name=name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
+        annotations=_annotations(spec),
+    )
+
+
+class McpBinding:
+    """The MCP server over a provider.
+
+    Args:
+        provider: the AFI provider every ``afi.*`` tool calls.
+        tool_names: offer tools dotted, underscored or both.
+        receipts: the idempotency store; without it, keys are ignored (``stored: false``).
+        fabric: attaches the fabric's ``memory.*`` tools to stateful sessions; None offers none.
+        default_info: the RequestInfo of a transport with no HTTP request (stdio).
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        tool_names: ToolNames = "both",
+        receipts: ReceiptStore | None = None,
+        fabric: FabricSessions | None = None,
+        default_info: RequestInfo | None = None,
+        version: str = "0.1.0",
+    ) -> None:
+        if tool_names not in ("dotted", "underscore", "both"):
+            raise ValueError(f"tool_names must be dotted, underscore or both, not {tool_names!r}")
+        self.provider = provider
+        self.tool_names: ToolNames = tool_names
+        self.receipts = receipts
+        self.fabric = fabric
+        self.default_info = default_info
+        self.afi = afi_tools(provider)
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._sessions: dict[str, list[ToolSpec]] = {}
+        self._lock = threading.Lock()
+        self.meta = discovery_tools({})
+        self._afi_names = {name: spec for spec in self.afi for name in exposed_names(spec.name, tool_names)}
+        self.server: Server[Any] = Server(
+            "afi-memory",
+            version=version,
+            title="afi-memory",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource,
+        )
+        self.server.middleware = []  # no OpenTelemetry span per message: nothing here exports them
+
+    # -- who asks ----------------------------------------------------------------------------
+
+    def info(self, ctx: ServerRequestContext[Any, Any]) -> RequestInfo:
+        """Given a request context, return the RequestInfo its transport attached."""
+        request = ctx.request
+        if request is not None:
+            found = request.scope.get(SCOPE_KEY)
+            if isinstance(found, RequestInfo):
+                return found
+        if self.default_info is not None:
+            return self.default_info
+        raise MCPError(types.INTERNAL_ERROR, "the transport attached no caller to this request")
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def session_tools(self, info: RequestInfo) -> list[ToolSpec]:
+        """Return the ``memory.*`` tools of the caller's stateful session (none without one)."""
+        if self.fabric is None or info.session_id is None:
+            return []
+        with self._lock:
+            tools = self._sessions.get(info.session_id)
+            if tools is None:
+                tools = self.fabric.open(info.caller, info.session_id)
+                self._sessions[info.session_id] = tools
+        return tools
+
+    def end_session(self, session_id: str) -> None:
+        """Detach the fabric from a session that ended (DELETE, idle timeout, end of stdio)."""
+        with self._lock:
+            opened = self._sessions.pop(session_id, None)
+        if opened is not None and self.fabric is not None:
+            self.fabric.close(session_id)
+
+    def catalogue(self, info: RequestInfo) -> dict[str, ToolSpec]:
+        """Return every tool this caller's session may use, by each name it is offered under."""
+        session = self.session_tools(info)
+        if not session:
+            return self._afi_names
+        tools = dict(self._afi_names)
+        for spec in session:
+            for name in exposed_names(spec.name, self.tool_names):
+                tools[name] = spec
+        return tools
+
+    async def _catalogue(self, info: RequestInfo) -> dict[str, ToolSpec]:
+        # Only opening a session's fabric touches the store; everything else is a dict lookup.
+        if self.fabric is None or info.session_id is None or info.session_id in self._sessions:
+            return self.catalogue(info)
+        return await anyio.to_thread.run_sync(self.catalogue, info)
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        info = self.info(ctx)
+        if info.mode == "discovery":
+            return types.ListToolsResult(tools=[mcp_tool(spec, spec.name) for spec in self.meta])
+        tools = await self._catalogue(info)
+        return types.ListToolsResult(tools=[mcp_tool(spec, name) for name, spec in tools.items()])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        info = self.info(ctx)
+        meta = dict(params.meta or {})
+        arguments = dict(params.arguments or {})
+        if info.mode == "discovery":
+            return await self._discovery(info, params.name, arguments, meta)
+        return await self._call(info, params.name, arguments, meta)
+
+    async def _discovery(
+        self, info: RequestInfo, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> types.CallToolResult:
+        try:
+            catalogue = await self._catalogue(info)
+        except AfiError as err:
+            return error_result(err)
+        specs = {spec.name: spec for spec in discovery_tools(catalogue)}
+        spec = specs.get(name)
+        if spec is None:
+            names = ", ".join(specs)
+            return error_result(NotFound(f"discovery mode offers {names}, not {name!r}; call_tool runs the others"))
+        if name != CALL_TOOL:
+            return await self._run(info, spec, arguments, meta)
+        try:
+            self._validate(spec, arguments)
+        except AfiError as err:
+            return error_result(err)
+        return await self._call(info, arguments["name"], dict(arguments.get("arguments") or {}), meta)
+
+    async def _call(
+        self, info: RequestInfo, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> types.CallToolResult:
+        """Resolve ``name`` in the caller's catalogue and run it (shared by tools/call and call_tool)."""
+        try:
+            tools = await self._catalogue(info)
+        except AfiError as err:
+            return error_result(err)
+        spec = tools.get(name)
+        if spec is None:
+            return error_result(self._missing(name))
+        return await self._run(info, spec, arguments, meta)
+
+    def _missing(self, name: str) -> AfiError:
+        verb = name.replace("_", ".").removeprefix("afi.")
+        if name.startswith(("afi.", "afi_")) and verb in VERBS:
+            return Unsupported(f"{verb} is not offered: the manifest does not list it")
+        if name.startswith(("memory.", "memory_")):
+            return Forbidden(f"{name} is served only to a stateful MCP session the fabric is attached to")
+        return NotFound(f"no tool named {name!r}; tools/list shows what this server offers")
+
+    async def _run(
+        self, info: RequestInfo, spec: ToolSpec, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> types.CallToolResult:
+        try:
+            self._validate(spec, arguments)
+            info.caller.require("afi:write" if spec.writes else "afi:read")
+        except AfiError as err:
+            return error_result(err)
+        if not spec.writes:
+            return await self._execute(spec, info.caller, arguments, None)
+        key = meta.get(IDEMPOTENCY_META, info.idempotency_key)
+        if key is None or self.receipts is None:
+            durable = no_key() if key is None else {**no_key(), "reason": "no_receipt_store"}
+            return await self._execute(spec, info.caller, arguments, durable)
+        return await self._durable(info, spec, arguments, key)
+
+    async def _durable(
+        self, info: RequestInfo, spec: ToolSpec, arguments: dict[str, Any], key: Any
+    ) -> types.CallToolResult:
+        receipts = self.receipts
+        assert receipts is not None
+        try:
+            claim: Claim = await anyio.to_thread.run_sync(receipts.claim, info.caller, spec.name, key, arguments)
+        except AfiError as err:
+            return error_result(err)
+        if claim.action == "replay":
+            stored = claim.result or {}
+            output = ToolOutput(stored.get("structured", {}), str(stored.get("text", "")))
+            return _success(output, claim.describe(status="completed", stored=True))
+        try:
+            output = await _in_thread(spec.call, info.caller, arguments)
+        except AfiError as err:
+            finished, _ = await anyio.to_thread.run_sync(_finish(receipts, claim, None, failed=True))
+            result = error_result(err)
+            result.meta = {"durableExecution": finished.describe(status="failed", stored=False)}
+            return result
+        record = {"structured": output.structured, "text": output.text}
+        finished, saved = await anyio.to_thread.run_sync(_finish(receipts, claim, record, failed=False))
+        return _success(output, finished.describe(status="completed", stored=saved))
+
+    async def _execute(
+        self, spec: ToolSpec, caller: Caller, arguments: dict[str, Any], durable: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        try:
+            output = await _in_thread(spec.call, caller, arguments)
+        except AfiError as err:
+            return error_result(err)
+        return _success(output, durable)
+
+    def _validate(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            validator = jsonschema.Draft202012Validator(spec.input_schema)
+            self._validators[spec.name] = validator
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+            raise InvalidPath(f"bad arguments for {spec.name}: {where}: {error.message}")
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return list_resources()
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return list_templates()
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        caller = self.info(ctx).caller
+        return await read_resource(self.provider, caller, params.uri)
+
+
+def _success(output: ToolOutput, durable: dict[str, Any] | None) -> types.CallToolResult:
+    result = types.CallToolResult(
+        content=[types.TextContent(text=output.text)], structured_content=output.structured, is_error=False
+    )
+    if durable is not None:
+        result.meta = {"durableExecution": durable}
+    return result
+
+
+def _finish(
+    receipts: ReceiptStore, claim: Claim, record: dict[str, Any] | None, *, failed: bool
+) -> Callable[[], tuple[Claim, bool]]:
+    return lambda: receipts.finish(claim, result=record, failed=failed)
+
+
+async def _in_thread(fn: Callable[[Caller, dict[str, Any]], ToolOutput], caller: Caller, args: dict[str, Any]) -> Any:
+    """Run one synchronous tool in a worker thread; a stray exception becomes ``internal``."""
+
+    def call() -> ToolOutput:
+        try:
+            return fn(caller, args)
+        except AfiError:
+            raise
+        except Exception as err:
+            raise Internal(f"the tool failed: {type(err).__name__}") from err
+
+    return await anyio.to_thread.run_sync(call)

@@ -1,0 +1,239 @@
+"""``grep`` over the tree, served from the provider's search index, printed as GNU grep prints it.
+
+Patterns are GNU's: basic regular expressions by default (``-G``), extended with ``-E``, fixed
+strings with ``-F``. A pattern without regex syntax (and without ``-i``/``-w``) is sent as an
+``exact`` query; anything else becomes a ``regex`` query, so every file search is an index lookup.
+Input from a pipe is filtered here, line by line. Output is ``path:line:text`` as GNU grep's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from afi.errors import AfiError, InvalidPath
+from afi.model import Match
+
+from .ssh_cmds import split_flags
+from .ssh_shell import Io, Shell, command, iter_lines, read_operand
+
+__all__ = ["bre_to_python", "grep_query"]
+
+_BRE_SPECIAL = set(".[]*^$\\")
+_CLASSES = {
+    "[:alpha:]": "a-zA-Z",
+    "[:digit:]": "0-9",
+    "[:alnum:]": "a-zA-Z0-9",
+    "[:upper:]": "A-Z",
+    "[:lower:]": "a-z",
+    "[:space:]": r"\s",
+    "[:blank:]": r" \t",
+    "[:xdigit:]": "0-9A-Fa-f",
+    "[:punct:]": r"!-/:-@\[-`{-~",
+    "[:word:]": r"\w",
+}
+_WORD = "0-9A-Za-z_"
+
+
+def _posix_classes(pattern: str) -> str:
+    for name, body in _CLASSES.items():
+        pattern = pattern.replace(name, body)
+    return pattern
+
+
+def bre_to_python(pattern: str) -> str:
+    """Given a POSIX basic regular expression, return the same pattern in Python/ECMAScript syntax."""
+    out: list[str] = []
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        ch = pattern[i]
+        if in_class:
+            out.append(ch)
+            if ch == "]" and not (out[-2:-1] == ["["] or out[-3:-1] == ["[", "^"]):
+                in_class = False
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            out.append(nxt if nxt in "(){}|+?" else "\\" + nxt)
+            i += 2
+            continue
+        if ch == "[":
+            in_class = True
+            out.append(ch)
+        elif ch in "(){}|+?":
+            out.append("\\" + ch)
+        elif ch == "*" and (not out or out[-1] in ("^", "(")):
+            out.append(r"\*")
+        else:
+            out.append(ch)
+        i += 1
+    return _posix_classes("".join(out))
+
+
+@dataclass(frozen=True)
+class _Options:
+    names: bool | None  # None: GNU's default (several operands, or a folder searched with -r)
+    number: bool
+    files_only: bool
+    count: bool
+    quiet: bool
+
+
+def grep_query(pattern: str, *, extended: bool, fixed: bool, ignore_case: bool, word: bool) -> str | dict[str, Any]:
+    """Given a grep pattern and its options, return the AFI search query that finds the same lines."""
+    plain = fixed or (not extended and not (set(pattern) & _BRE_SPECIAL))
+    if plain and not ignore_case and not word:
+        return pattern
+    if plain:
+        body = re.escape(pattern)
+    elif extended:
+        body = _posix_classes(pattern)
+    else:
+        body = bre_to_python(pattern)
+    if word:
+        body = f"(?<![{_WORD}])(?:{body})(?![{_WORD}])"
+    return {"regex": body, "flags": "i" if ignore_case else ""}
+
+
+def _line_regex(query: str | dict[str, Any]) -> re.Pattern[str]:
+    if isinstance(query, str):
+        return re.compile(re.escape(query))
+    try:
+        return re.compile(query["regex"], re.IGNORECASE if "i" in query["flags"] else 0)
+    except re.error as err:
+        raise InvalidPath(f"grep: the pattern does not compile ({err})") from None
+
+
+@command("grep", "grep [-r] [-E|-F] [-i] [-n] [-l] [-c] [-w] [-H|-h] [-q] PATTERN [PATH...]", "search lines")
+def grep(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args, takes_value="e")
+    for letter in flags:
+        if letter not in "rREFGinlcwHhqe":
+            raise InvalidPath(f"grep: unknown option -{letter}; this grep offers -r -E -F -i -n -l -c -w -H -h -q -e")
+    if "e" in flags:
+        pattern = flags["e"]
+    elif operands:
+        pattern, operands = operands[0], operands[1:]
+    else:
+        raise InvalidPath("grep: give a pattern, e.g. grep -rn canary /")
+    if pattern == "":
+        raise InvalidPath("grep: the pattern is empty")
+    query = grep_query(pattern, extended="E" in flags, fixed="F" in flags, ignore_case="i" in flags, word="w" in flags)
+    recursive = "r" in flags or "R" in flags
+    many = len(operands) > 1
+    opts = _Options(
+        names=True if "H" in flags else False if "h" in flags else None,
+        number="n" in flags,
+        files_only="l" in flags,
+        count="c" in flags,
+        quiet="q" in flags,
+    )
+    found = False
+    if not operands:
+        found = yield from _grep_stream(io, _line_regex(query), opts)
+    for operand in operands:
+        try:
+            hit = yield from _grep_operand(shell, operand, query, recursive, many, opts, io)
+        except AfiError as err:
+            io.fail(err)
+            continue
+        found = found or hit
+    if io.status < 2:
+        io.status = 0 if found else 1
+
+
+def _grep_stream(io: Io, regex: re.Pattern[str], opts: _Options) -> Generator[bytes, None, bool]:
+    count = 0
+    for number, raw in enumerate(iter_lines(io.stdin), start=1):
+        line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+        if not regex.search(line):
+            continue
+        count += 1
+        if opts.quiet or opts.files_only or opts.count:
+            continue
+        yield (f"{number}:" if opts.number else "").encode() + line.encode("utf-8", "surrogateescape") + b"\n"
+    if opts.files_only and count and not opts.quiet:
+        yield b"(standard input)\n"
+    if opts.count and not opts.quiet:
+        yield f"{count}\n".encode()
+    return count > 0
+
+
+def _grep_operand(
+    shell: Shell, operand: str, query: str | dict[str, Any], recursive: bool, many: bool, opts: _Options, io: Io
+) -> Generator[bytes, None, bool]:
+    scope = shell.path(operand)
+    entry = shell.client.stat(scope)
+    if entry.type == "directory" and not recursive:
+        raise InvalidPath("is a folder (use grep -r to search below it)", path=operand)
+    names = opts.names if opts.names is not None else many or (recursive and entry.type == "directory")
+
+    def shown(path: str) -> str:
+        if path == scope:
+            return operand
+        rest = path[len(scope) :] if scope != "/" else path
+        return operand.rstrip("/") + rest if operand.rstrip("/") else rest
+
+    counts: dict[str, int] = {}
+    full: dict[str, list[str]] = {}
+    for match in _matches(shell, query, scope):
+        counts[match.path] = counts.get(match.path, 0) + 1
+        if opts.quiet:
+            return True
+        if opts.files_only:
+            if counts[match.path] == 1:
+                yield (shown(match.path) + "\n").encode()
+            continue
+        if opts.count:
+            continue
+        text = _whole_line(shell, match, full)
+        prefix = (f"{shown(match.path)}:" if names else "") + (f"{match.line}:" if opts.number else "")
+        yield (prefix + text + "\n").encode("utf-8", "surrogateescape")
+    if opts.count:
+        paths = [scope] if entry.type != "directory" else _files_below(shell, scope, io)
+        for path in paths:
+            yield ((f"{shown(path)}:" if names else "") + f"{counts.get(path, 0)}\n").encode()
+    return bool(counts)
+
+
+def _matches(shell: Shell, query: str | dict[str, Any], scope: str) -> Iterator[Match]:
+    cursor: str | None = None
+    while True:
+        page = shell.client.search(query, path=scope, limit=1000, cursor=cursor)
+        yield from page.matches
+        if not page.next_cursor:
+            return
+        cursor = page.next_cursor
+
+
+def _whole_line(shell: Shell, match: Match, cache: dict[str, list[str]]) -> str:
+    """The search answer cuts long lines with '…'; grep prints them whole, so read the line back."""
+    text = match.text
+    if len(text) < 255 or not (text.startswith("…") or text.endswith("…")):
+        return text
+    if match.path not in cache:
+        data = b"".join(read_operand(shell, match.path))
+        cache[match.path] = data.decode("utf-8", "surrogateescape").split("\n")
+    lines = cache[match.path]
+    return lines[match.line - 1] if 0 < match.line <= len(lines) else text
+
+
+def _files_below(shell: Shell, top: str, io: Io) -> list[str]:
+    out: list[str] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            children = shell.list_all(folder)
+        except AfiError as err:
+            io.fail(err)
+            continue
+        for child in children:
+            if child.type == "directory":
+                stack.append(child.path)
+            elif child.type == "file":
+                out.append(child.path)
+    return sorted(out)

@@ -1,0 +1,290 @@
+"""The SFTP subsystem over the AFI verbs, so ``sftp`` (get, put, ls, rename, rm, mkdir) and ``sshfs`` work.
+
+A file opened for writing is buffered and written whole, with one ``write`` verb, when it is
+closed: a refused or failed upload leaves the tree as it was. Each request runs its verb in a
+worker thread. AfiErrors become SFTP statuses through :data:`afi.errors.ERRNO` (the FUSE map).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import posixpath
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import asyncssh
+from asyncssh import SFTPAttrs, SFTPName
+
+from afi.errors import ERRNO, AfiError, Internal, NotFound, TooLarge
+from afi.model import Entry
+from afi.paths import normalize
+from afi.provider import Caller, Provider
+
+from .ssh_fmt import mode_string, parse_time
+
+__all__ = ["DEFAULT_MAX_UPLOAD", "AfiSFTPServer"]
+
+DEFAULT_MAX_UPLOAD = 64 * 1024 * 1024
+T = TypeVar("T")
+
+_STATUS: dict[int, Callable[[str], asyncssh.SFTPError]] = {
+    errno.ENOENT: asyncssh.SFTPNoSuchFile,
+    errno.EACCES: asyncssh.SFTPPermissionDenied,
+    errno.EEXIST: asyncssh.SFTPFileAlreadyExists,
+    errno.ENOSYS: asyncssh.SFTPOpUnsupported,
+    errno.EINVAL: asyncssh.SFTPInvalidParameter,
+}
+
+
+def sftp_error(err: AfiError) -> asyncssh.SFTPError:
+    """Given an AfiError, return the SFTP error the client shows (the message keeps the AFI code)."""
+    cls = _STATUS.get(ERRNO.get(err.code, errno.EIO), asyncssh.SFTPFailure)
+    where = f"{err.path}: " if err.path else ""
+    return cls(f"{where}{err.code}: {err.message}")
+
+
+@dataclass
+class _Handle:
+    path: str
+    writing: bool
+    buffer: bytearray = field(default_factory=bytearray)
+    dirty: bool = False
+    create_only: bool = False
+
+
+def _attrs(entry: Entry) -> SFTPAttrs:
+    mode = mode_string(entry)
+    bits = 0
+    for index, char in enumerate(mode[1:]):
+        if char != "-":
+            bits |= 1 << (8 - index)
+    kind = {"directory": 0o040000, "symlink": 0o120000}.get(entry.type, 0o100000)
+    stamp = int(parse_time(entry.mtime).timestamp())
+    return SFTPAttrs(
+        type={"directory": 2, "symlink": 3}.get(entry.type, 1),
+        size=entry.size,
+        permissions=kind | bits,
+        uid=0,
+        gid=0,
+        atime=stamp,
+        mtime=stamp,
+        nlink=2 if entry.type == "directory" else 1,
+    )
+
+
+class AfiSFTPServer(asyncssh.SFTPServer):
+    """An SFTP server whose files are the AFI tree of the connection's caller."""
+
+    def __init__(
+        self, chan: asyncssh.SSHServerChannel[bytes], provider: Provider, caller: Caller, max_upload: int
+    ) -> None:
+        super().__init__(chan)
+        # Files open for writing exist only in their buffer until closed; stat shows them (sshfs asks).
+        self._pending: dict[str, _Handle] = {}
+        self.provider = provider
+        self.caller = caller
+        self.max_upload = max_upload
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+        def call() -> T:
+            try:
+                return fn(*args, **kw)
+            except AfiError:
+                raise
+            except Exception as err:
+                raise Internal(f"the provider failed: {type(err).__name__}") from err
+
+        try:
+            return await asyncio.to_thread(call)
+        except AfiError as err:
+            raise sftp_error(err) from None
+
+    @staticmethod
+    def _path(raw: bytes) -> str:
+        text = raw.decode("utf-8", "surrogateescape") or "."
+        try:
+            return normalize(posixpath.join("/", text))
+        except AfiError as err:
+            raise sftp_error(err) from None
+
+    def format_user(self, uid: int | None) -> str:
+        return self.caller.principal
+
+    def format_group(self, gid: int | None) -> str:
+        return self.caller.space
+
+    async def realpath(self, path: bytes) -> bytes:
+        return self._path(path).encode()
+
+    async def stat(self, path: bytes) -> SFTPAttrs:
+        where = self._path(path)
+        pending = self._pending.get(where)
+        if pending is not None:
+            now = int(time.time())
+            return SFTPAttrs(
+                type=1, size=len(pending.buffer), permissions=0o100644, uid=0, gid=0, atime=now, mtime=now, nlink=1
+            )
+        return _attrs(await self._run(self.provider.stat, self.caller, where))
+
+    async def lstat(self, path: bytes) -> SFTPAttrs:
+        return await self.stat(path)
+
+    async def fstat(self, file_obj: object) -> SFTPAttrs:
+        handle = _handle(file_obj)
+        attrs = await self.stat(handle.path.encode())
+        if handle.writing:
+            attrs.size = len(handle.buffer)
+        return attrs
+
+    async def scandir(self, path: bytes) -> AsyncIterator[SFTPName]:
+        where = self._path(path)
+        top = await self._run(self.provider.stat, self.caller, where)
+        parent = await self._run(self.provider.stat, self.caller, posixpath.dirname(where) or "/")
+        for name, entry in ((b".", top), (b"..", parent)):
+            yield SFTPName(name, attrs=_attrs(entry))
+        cursor: str | None = None
+        while True:
+            page = await self._run(self.provider.list, self.caller, where, cursor=cursor)
+            for entry in page.entries:
+                yield SFTPName(entry.path.rsplit("/", 1)[-1].encode(), attrs=_attrs(entry))
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def open(self, path: bytes, pflags: int, attrs: SFTPAttrs) -> object:
+        where = self._path(path)
+        writing = bool(pflags & (asyncssh.FXF_WRITE | asyncssh.FXF_APPEND | asyncssh.FXF_CREAT | asyncssh.FXF_TRUNC))
+        if not writing:
+            entry = await self._run(self.provider.stat, self.caller, where)
+            if entry.type == "directory":
+                raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder")
+            return _Handle(where, writing=False)
+        try:
+            self.caller.require("afi:write", path=where)
+        except AfiError as err:
+            raise sftp_error(err) from None
+        handle = _Handle(where, writing=True, create_only=bool(pflags & asyncssh.FXF_EXCL))
+        exists = True
+        try:
+            await asyncio.to_thread(self.provider.stat, self.caller, where)
+        except NotFound:
+            exists = False
+        except AfiError as err:
+            raise sftp_error(err) from None
+        if exists and handle.create_only:
+            raise asyncssh.SFTPFileAlreadyExists(f"{where}: conflict: the file exists")
+        if not exists and not pflags & asyncssh.FXF_CREAT:
+            raise asyncssh.SFTPNoSuchFile(f"{where}: not_found: no such file")
+        if exists and not pflags & asyncssh.FXF_TRUNC:
+            handle.buffer.extend(await self._read_all(where))
+        else:
+            handle.dirty = True  # created or truncated: written on close even when empty
+        self._pending[where] = handle
+        return handle
+
+    async def _read_all(self, where: str) -> bytes:
+        result = await self._run(self.provider.read, self.caller, where)
+        return result.data
+
+    async def read(self, file_obj: object, offset: int, size: int) -> bytes:
+        handle = _handle(file_obj)
+        if handle.writing:
+            return bytes(handle.buffer[offset : offset + size])
+        result = await self._run(self.provider.read, self.caller, handle.path, offset=offset, length=size)
+        return result.data
+
+    async def write(self, file_obj: object, offset: int, data: bytes) -> int:
+        handle = _handle(file_obj)
+        if not handle.writing:
+            raise asyncssh.SFTPPermissionDenied(f"{handle.path}: the file was opened for reading")
+        end = offset + len(data)
+        if end > self.max_upload:
+            raise sftp_error(TooLarge(f"an upload is at most {self.max_upload} bytes over SFTP", path=handle.path))
+        if end > len(handle.buffer):
+            handle.buffer.extend(b"\0" * (end - len(handle.buffer)))
+        handle.buffer[offset:end] = data
+        handle.dirty = True
+        return len(data)
+
+    async def close(self, file_obj: object) -> None:
+        handle = _handle(file_obj)
+        try:
+            if handle.writing and handle.dirty:
+                handle.dirty = False
+                await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+        finally:
+            if self._pending.get(handle.path) is handle:
+                del self._pending[handle.path]
+
+    async def fsync(self, file_obj: object) -> None:
+        handle = _handle(file_obj)
+        if handle.writing and handle.dirty:
+            handle.dirty = False
+            await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+
+    async def setstat(self, path: bytes, attrs: SFTPAttrs) -> None:
+        if attrs.size is None:
+            return  # modes and times belong to the tree; uploads with -p still succeed
+        where = self._path(path)
+        pending = self._pending.get(where)
+        if pending is not None:
+            await self.fsetstat(pending, attrs)
+            return
+        data = await self._read_all(where)
+        resized = data[: attrs.size] + b"\0" * max(0, attrs.size - len(data))
+        await self._run(self.provider.write, self.caller, where, resized)
+
+    async def fsetstat(self, file_obj: object, attrs: SFTPAttrs) -> None:
+        handle = _handle(file_obj)
+        if attrs.size is not None and handle.writing:
+            del handle.buffer[attrs.size :]
+            handle.buffer.extend(b"\0" * max(0, attrs.size - len(handle.buffer)))
+            handle.dirty = True
+
+    async def remove(self, path: bytes) -> None:
+        where = self._path(path)
+        entry = await self._run(self.provider.stat, self.caller, where)
+        if entry.type == "directory":
+            raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder (use rmdir)")
+        await self._run(self.provider.delete, self.caller, where)
+
+    async def rmdir(self, path: bytes) -> None:
+        where = self._path(path)
+        entry = await self._run(self.provider.stat, self.caller, where)
+        if entry.type != "directory":
+            raise asyncssh.SFTPNotADirectory(f"{where}: invalid_path: not a folder")
+        await self._run(self.provider.delete, self.caller, where)
+
+    async def mkdir(self, path: bytes, attrs: SFTPAttrs) -> None:
+        await self._run(self.provider.mkdir, self.caller, self._path(path))
+
+    async def rename(self, oldpath: bytes, newpath: bytes) -> None:
+        await self._run(self.provider.move, self.caller, self._path(oldpath), self._path(newpath))
+
+    async def posix_rename(self, oldpath: bytes, newpath: bytes) -> None:
+        await self._run(self.provider.move, self.caller, self._path(oldpath), self._path(newpath), overwrite=True)
+
+    async def statvfs(self, path: bytes) -> asyncssh.SFTPVFSAttrs:
+        return asyncssh.SFTPVFSAttrs(4096, 4096, 1 << 20, 1 << 19, 1 << 19, 1 << 16, 1 << 15, 1 << 15, 0, 0, 255)
+
+    async def readlink(self, path: bytes) -> bytes:
+        entry = await self._run(self.provider.stat, self.caller, self._path(path))
+        if entry.type != "symlink" or not entry.target:
+            raise asyncssh.SFTPInvalidParameter(f"{entry.path}: invalid_path: not a symbolic link")
+        return os.fsencode(entry.target)
+
+    async def symlink(self, oldpath: bytes, newpath: bytes) -> None:
+        raise asyncssh.SFTPOpUnsupported("unsupported: symbolic links cannot be made through AFI")
+
+    async def link(self, oldpath: bytes, newpath: bytes) -> None:
+        raise asyncssh.SFTPOpUnsupported("unsupported: hard links cannot be made through AFI")
+
+
+def _handle(file_obj: object) -> _Handle:
+    if not isinstance(file_obj, _Handle):  # pragma: no cover - asyncssh hands back what open returned
+        raise asyncssh.SFTPFailure("bad file handle")
+    return file_obj

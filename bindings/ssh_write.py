@@ -1,0 +1,144 @@
+"""The SSH shell's level-3 commands: ``mkdir rm rmdir mv cp touch tee`` (``> FILE`` lives in the interpreter).
+
+Each operand is one provider verb, so a refused operand (a read-only key, a read-only area) leaves
+the tree as it was and prints ``afi: <path>: <code>: <message>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from afi.errors import AfiError, InvalidPath, NotFound
+from afi.paths import basename, join
+
+from .ssh_cmds import split_flags
+from .ssh_shell import Io, Shell, command, read_operand
+
+__all__: list[str] = []
+
+
+def _known(flags: dict[str, str], allowed: str, name: str) -> None:
+    for letter in flags:
+        if letter not in allowed:
+            raise InvalidPath(f"{name}: unknown option -{letter}; see 'help'")
+
+
+@command("mkdir", "mkdir [-p] PATH...", "make folders under /files", writes=True)
+def mkdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args)
+    _known(flags, "p", "mkdir")
+    if not operands:
+        raise InvalidPath("mkdir: give a folder to make")
+    for operand in operands:
+        try:
+            shell.client.mkdir(shell.path(operand), parents="p" in flags)
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+@command("rm", "rm [-r] [-f] PATH...", "delete files and folders; deleting a note forgets it", writes=True)
+def rm(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args)
+    _known(flags, "rRf", "rm")
+    if not operands and "f" not in flags:
+        raise InvalidPath("rm: give a path to delete")
+    recursive = "r" in flags or "R" in flags
+    for operand in operands:
+        path = shell.path(operand)
+        try:
+            if not recursive and shell.client.stat(path).type == "directory":
+                raise InvalidPath("is a folder (use rm -r)", path=path)
+            shell.client.delete(path, recursive=recursive)
+        except NotFound as err:
+            if "f" not in flags:
+                io.fail(err)
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+@command("rmdir", "rmdir PATH...", "delete empty folders", writes=True)
+def rmdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    for operand in args:
+        try:
+            path = shell.path(operand)
+            if shell.client.stat(path).type != "directory":
+                raise InvalidPath("not a folder", path=path)
+            shell.client.delete(path)
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+def _into(shell: Shell, sources: list[str], target: str) -> list[tuple[str, str]]:
+    """Pair each source with its destination (inside ``target`` when it is a folder or there are several)."""
+    dest = shell.path(target)
+    try:
+        is_dir = shell.client.stat(dest).type == "directory"
+    except NotFound:
+        is_dir = False
+    if len(sources) > 1 and not is_dir:
+        raise InvalidPath("with several sources the target must be a folder", path=dest)
+    pairs = []
+    for source in sources:
+        src = shell.path(source)
+        pairs.append((src, join(dest, basename(src)) if is_dir else dest))
+    return pairs
+
+
+@command("mv", "mv [-f] SOURCE... TARGET", "move or rename (within one area)", writes=True)
+def mv(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args)
+    _known(flags, "fn", "mv")
+    if len(operands) < 2:
+        raise InvalidPath("mv: give a source and a target")
+    for src, dst in _into(shell, operands[:-1], operands[-1]):
+        try:
+            shell.client.move(src, dst, overwrite="n" not in flags)
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+@command("cp", "cp SOURCE... TARGET", "copy files (a note copied to a note path is remembered anew)", writes=True)
+def cp(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args)
+    _known(flags, "f", "cp")
+    if len(operands) < 2:
+        raise InvalidPath("cp: give a source and a target")
+    for src, dst in _into(shell, operands[:-1], operands[-1]):
+        try:
+            if shell.client.stat(src).type == "directory":
+                raise InvalidPath("is a folder; this cp copies files", path=src)
+            shell.client.write(dst, b"".join(read_operand(shell, src)))
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+@command("touch", "touch FILE...", "create empty files that do not exist yet", writes=True)
+def touch(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    for operand in args:
+        path = shell.path(operand)
+        try:
+            shell.client.stat(path)
+        except NotFound:
+            try:
+                shell.client.write(path, b"", create_only=True)
+            except AfiError as err:
+                io.fail(err)
+        except AfiError as err:
+            io.fail(err)
+    yield b""
+
+
+@command("tee", "tee [-a] FILE", "write the input to FILE and print it", writes=True)
+def tee(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
+    flags, operands = split_flags(args)
+    _known(flags, "a", "tee")
+    if len(operands) != 1:
+        raise InvalidPath("tee: give one file")
+    data = b"".join(io.stdin)
+    shell.client.write(shell.path(operands[0]), data, append="a" in flags)
+    yield data

@@ -1,0 +1,180 @@
+"""Consolidation: which existing note a write folds into, and how the two merge.
+
+The note to fold into is the nearest same-kind note by cosine, found exactly by the vector index
+(``VectorIndex.above``: only rows that can reach the threshold are scored, so a write never scans
+the whole matrix). When the linker or evolution workers run, their neighbours come from one
+bounded batch: the BM25 top-N over the new note's rarest terms, with exact cosine on those rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .lexical import fts_query, normalize_note_text, query_terms
+from .memory import Memory, consent_visible
+from .store import NOTE_COLUMNS, note_from_row
+from .types import MemoryNote, NoteLink
+from .vectors import iso_to_epoch
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FoldCandidate",
+    "Plan",
+    "fold_candidates",
+    "merge_links",
+    "merge_notes",
+    "plan_fold",
+    "union",
+]
+
+DEFAULT_THRESHOLD = 0.85
+_CANDIDATE_POSTINGS = 200
+_THRESHOLD_HINT = DEFAULT_THRESHOLD
+
+
+@dataclass
+class FoldCandidate:
+    """An existing same-kind note valid now, with its cosine to the new note."""
+
+    note: MemoryNote
+    cosine: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: Literal["insert", "update", "supersede"]
+    target: MemoryNote | None = None
+
+
+def fold_candidates(
+    memory: Memory,
+    kind: str,
+    content: str,
+    embedding: npt.NDArray[np.float32],
+    now: str,
+    limit: int,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    neighbours: bool = True,
+) -> list[FoldCandidate]:
+    """Return up to ``limit`` same-kind notes valid at ``now``, highest cosine first (ties by id):
+    every note at or above ``threshold`` (so the first is the note to fold into, when there is
+    one) and, with ``neighbours``, the BM25 batch the workers read.
+
+    Notes hidden by consent or lineage are left out: a write never folds into what recall cannot see.
+    """
+    if limit <= 0:
+        return []
+    index = memory.index
+    with index.lock:
+        index.refresh()
+        near = index.above(embedding, threshold, [kind], iso_to_epoch(now, 0.0), memory.require_consent, limit=limit)
+    found: dict[str, FoldCandidate] = {}
+    if near:
+        notes = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in near])
+        for rowid, cosine in near:
+            note = notes.get(rowid)
+            if note is not None:  # None: gone since the index read it
+                found[note.id] = FoldCandidate(note, cosine)
+    if neighbours:
+        for cand in _lexical_batch(memory, kind, content, embedding, now, limit):
+            found.setdefault(cand.note.id, cand)
+    out = sorted(found.values(), key=lambda c: (-c.cosine, c.note.id))
+    return out[:limit]
+
+
+def _lexical_batch(
+    memory: Memory, kind: str, content: str, embedding: npt.NDArray[np.float32], now: str, limit: int
+) -> list[FoldCandidate]:
+    """Return the BM25 top-``limit`` same-kind notes valid at ``now`` over the content's rarest
+    terms, each with its exact cosine."""
+    terms = query_terms(content)
+    # a cosine of 0.85 over token bags means ~85% of the tokens are shared: any ~15% of them, plus one,
+    # hits every such note, so the rarest few are enough and keep the posting lists short
+    need = math.ceil(len(terms) * (1 - _THRESHOLD_HINT)) + 1
+    match = fts_query(memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need))
+    if match is None:
+        return []
+    rowids = memory.store.lexical(memory.scope, match, kinds=[kind], as_of=now, limit=limit)
+    if not rowids:
+        return []
+    rows = memory.store.rows_by_rowid(memory.scope, rowids)
+    revoked = memory.revoked_sources()
+    out: list[FoldCandidate] = []
+    for row in rows:
+        note = note_from_row(row[: 2 + len(NOTE_COLUMNS)], memory.scope)
+        if not consent_visible(note.consent, memory.require_consent):
+            continue
+        if any(source in revoked for source in note.source_entry_ids):
+            continue
+        blob = row[-1]
+        cosine = float(np.frombuffer(blob, dtype=np.float32) @ embedding) if blob else 0.0
+        out.append(FoldCandidate(note, cosine))
+    return out
+
+
+def plan_fold(content: str, candidate: FoldCandidate | None, threshold: float) -> Plan:
+    """Given the nearest candidate, return insert (below threshold), update (same tokens) or supersede."""
+    if candidate is None or candidate.cosine < threshold:
+        return Plan("insert")
+    if normalize_note_text(candidate.note.content) == normalize_note_text(content):
+        return Plan("update", candidate.note)
+    return Plan("supersede", candidate.note)
+
+
+def union(left: list[str], right: list[str]) -> list[str]:
+    """Return the stable-order union of two string lists."""
+    return list(dict.fromkeys([*left, *right]))
+
+
+def merge_links(*groups: list[NoteLink]) -> list[NoteLink]:
+    """Return the links of every group; a later group wins on the same id."""
+    merged: dict[str, NoteLink] = {}
+    for group in groups:
+        for link in group:
+            merged[link.id] = link
+    return list(merged.values())
+
+
+def _narrow_consent(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A rewrite keeps the row's consent; a new input may narrow it (hide), never widen it."""
+    if old is None:
+        return new
+    if new is None:
+        return old
+    visible = bool(old.get("visible", True)) and bool(new.get("visible", True))
+    merged = {**old, "visible": visible}
+    if old.get("revoked_at"):
+        merged["revoked_at"] = old["revoked_at"]
+    return merged
+
+
+def merge_notes(existing: MemoryNote, incoming: MemoryNote, *, now: str) -> MemoryNote:
+    """Return the in-place rewrite: same id, annotations unioned, the incoming claims win, and the
+    row's created_at, name, consent and importance kept (an explicit importance replaces it)."""
+    return existing.model_copy(
+        update={
+            "content": incoming.content,
+            "token_count": incoming.token_count,
+            "ingested_at": now,
+            "updated_at": now,
+            "t_ref": incoming.t_ref or existing.t_ref,
+            "valid_from": incoming.valid_from or existing.valid_from,
+            "valid_to": incoming.valid_to,  # a reassertion is valid again unless it says otherwise
+            "keywords": union(existing.keywords, incoming.keywords),
+            "tags": union(existing.tags, incoming.tags),
+            "source_entry_ids": union(existing.source_entry_ids, incoming.source_entry_ids),
+            "links": merge_links(existing.links, incoming.links),
+            "context": incoming.context or existing.context,
+            "supersedes": incoming.supersedes or existing.supersedes,
+            "promoted_from": incoming.promoted_from or existing.promoted_from,
+            "path": existing.path or incoming.path,
+            "importance": incoming.importance if incoming.importance is not None else existing.importance,
+            "consent": _narrow_consent(existing.consent, incoming.consent),
+        }
+    )

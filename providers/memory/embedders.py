@@ -1,0 +1,80 @@
+"""Embedders: the protocol the fabric embeds through, and the deterministic hash embedder.
+
+The store records the embedder's ``name`` and ``dims``; opening a store with another embedder
+is refused, so vectors from two models never mix in one index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import MemoryValidationError
+
+__all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_FNV_OFFSET = 0x811C9DC5
+_FNV_PRIME = 0x01000193
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 rows; ``name`` is the stable id the store records."""
+
+    name: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def hash_tokens(text: str) -> list[str]:
+    """Given text, return its lowercase ASCII alphanumeric tokens (the hash embedder's bag)."""
+    return _TOKEN.findall(text.lower())
+
+
+def _fnv1a(token: str) -> int:
+    value = _FNV_OFFSET
+    for byte in token.encode("utf-8"):
+        value = ((value ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
+    return value
+
+
+class HashEmbedder:
+    """FNV-1a bag of lowercase tokens, L2-normalised; deterministic, offline, no model.
+
+    A text without tokens embeds to the first unit vector, so every row has norm 1.
+    """
+
+    def __init__(self, dims: int = 384) -> None:
+        if not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= 4096:
+            raise MemoryValidationError("HashEmbedder dims must be an integer in 1..4096")
+        self.dims = dims
+        self.name = f"hash-fnv1a-{dims}"
+        self._slots: dict[str, int] = {}
+
+    def _slot(self, token: str) -> int:
+        slot = self._slots.get(token)
+        if slot is None:
+            slot = _fnv1a(token) % self.dims
+            if len(self._slots) < 1_000_000:  # bound the memo on unbounded vocabularies
+                self._slots[token] = slot
+        return slot
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Given texts, return an (n, dims) float32 matrix of L2-normalised rows."""
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            tokens = hash_tokens(text)
+            if not tokens:
+                out[row, 0] = 1.0
+                continue
+            for token in tokens:
+                out[row, self._slot(token)] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out /= norms
+        return out

@@ -1,0 +1,436 @@
+"""``create_memory_fabric``: typed notes over a Memory (seeds/memory-fabric.md, in Python).
+
+``fact``/``procedure``/``file`` notes are rows of the store; ``working`` notes are labeled blocks
+of the working value; ``episode`` notes are views over an observational source and write nothing.
+A remember is one candidate batch plus one write, in one transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .attach import Attachment, check_session
+from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
+from .context import ContextProvider
+from .errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
+from .memory import Memory, canonical_time, check_hex, normalize_consent, validate_fields
+from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
+from .store import iso_now
+from .types import NOTE_KINDS, ForgetResult, MemoryNote, PromotedFrom, RecallResult
+from .workers import FabricSettings, evolve_neighbors, link_neighbors, resolve_settings
+from .working import append_block, check_label, read_blocks, set_block, tombstone_block
+
+if TYPE_CHECKING:
+    from .conversation import ConversationResult
+
+__all__ = ["MemoryFabric", "create_memory_fabric"]
+
+_VALID_NOW = "(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+
+
+class MemoryFabric:
+    """Typed notes over one Memory: remember, recall, forget, blocks, attach, context."""
+
+    def __init__(self, memory: Memory, settings: FabricSettings, observational: Any = None) -> None:
+        self.memory = memory
+        self.settings = settings
+        self.observational = observational
+        self._gate: dict[str, Any] = {}
+        self._gate_lock = threading.Lock()
+
+    # -- remember ------------------------------------------------------------------------
+
+    def remember(self, *, kind: str, content: str | None = None, id: str | None = None, name: str | None = None,
+                 block: str | None = None, path: str | None = None, t_ref: Any = None, valid_from: Any = None,
+                 valid_to: Any = None, keywords: Any = None, tags: Any = None, source_entry_ids: Any = None,
+                 context: Any = None, links: Any = None, supersedes: Any = None, importance: Any = None,
+                 consent: Any = None, reflection_id: Any = None, consolidate: bool | None = None,
+                 **unknown: Any) -> MemoryNote:  # fmt: skip
+        """Write one note and return it (for a folded write, the surviving row).
+
+        Raises MemoryValidationError for an unknown kind or field or a malformed value,
+        MemoryLimitError for content over ``max_entry_text_chars``, MemoryConflictError when an
+        explicit id's name is held by another current note, MemoryNotFoundError for an unknown episode.
+        """
+        if unknown:
+            raise MemoryValidationError(f"unknown remember field(s): {', '.join(sorted(unknown))}")
+        if kind not in NOTE_KINDS:
+            raise MemoryValidationError(f"unknown memory note kind: {kind!r} (known: {', '.join(NOTE_KINDS)})")
+        if consolidate is not None and not isinstance(consolidate, bool):
+            raise MemoryValidationError("consolidate must be a boolean")
+        now = iso_now()
+        fields = validate_fields(
+            self.memory, kind, now, content=content, id=id, name=name, block=block, path=path, t_ref=t_ref,
+            valid_from=valid_from, valid_to=valid_to, keywords=keywords, tags=tags,
+            source_entry_ids=source_entry_ids, context=context, links=links, supersedes=supersedes,
+            importance=importance, reflection_id=reflection_id,
+        )  # fmt: skip
+        fields["consent"] = normalize_consent(consent, now=now)
+        if kind == "episode":
+            return self._episode(fields)
+        if kind == "working":
+            return set_block(self.memory, fields["block"], self.memory.redact(fields["content"]),
+                             importance=fields.get("importance"))  # fmt: skip
+        promoted: PromotedFrom | None = None
+        if fields.get("reflection_id") is not None:
+            fields["content"], promoted = self._reflection(fields["reflection_id"])
+            self_check = validate_fields(self.memory, kind, now, content=fields["content"])
+            fields["content"] = self_check["content"]
+        return self._indexed(kind, fields, now, promoted, consolidate)
+
+    def _indexed(self, kind: str, f: dict[str, Any], now: str, promoted: PromotedFrom | None,
+                 consolidate: bool | None) -> MemoryNote:  # fmt: skip
+        memory = self.memory
+        content = memory.redact(f["content"])
+        embedding = memory.embedder.embed([content])[0]
+        explicit_id = f.get("id") is not None
+        explicit = explicit_id or f.get("supersedes") is not None
+        folding = (self.settings.consolidate if consolidate is None else consolidate) and not explicit
+        attached = bool(self._gate)
+        workers = not self.settings.passive and attached
+        link_k = self.settings.linker.limit if workers and self.settings.linker.enabled else 0
+        patch_k = self.settings.evolution.limit if workers and self.settings.evolution.enabled else 0
+        name = f.get("name")
+        incoming = MemoryNote(
+            id=f.get("id") or _derive_id(kind, content, now),
+            kind=kind,
+            content=content, name=name, ingested_at=now, created_at=now, token_count=estimate_tokens(content),
+            t_ref=f.get("t_ref"), valid_from=f.get("valid_from"), valid_to=f.get("valid_to"),
+            supersedes=f.get("supersedes"), links=f.get("links") or [],
+            tags=[memory.redact(t) for t in f.get("tags") or []],
+            keywords=[memory.redact(k) for k in f.get("keywords") or []],
+            context=memory.redact(f["context"]) if f.get("context") else None,
+            importance=f.get("importance"), source_entry_ids=f.get("source_entry_ids") or [],
+            path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
+        )  # fmt: skip
+        with memory.store.write():
+            candidates: list[FoldCandidate] = []
+            unnamed_fold = folding and name is None and kind != "file"
+            if unnamed_fold or link_k or patch_k:
+                limit = min(32, RECALL_OVERSAMPLE * max(1, link_k, patch_k))
+                candidates = fold_candidates(
+                    memory,
+                    kind,
+                    content,
+                    embedding,
+                    now,
+                    limit,
+                    threshold=self.settings.threshold,
+                    neighbours=bool(link_k or patch_k),
+                )
+            plan = self._plan(kind, incoming, explicit_id, candidates, folding, unnamed_fold, now)
+            note = self._write(plan, incoming, explicit_id, embedding, now)
+            exclude = {note.id, *([note.supersedes] if note.supersedes else [])}
+            if link_k:
+                derived = link_neighbors(candidates, link_k, exclude)
+                if derived:
+                    note = note.model_copy(update={"links": merge_links(derived, incoming.links, note.links)})
+                    memory.store.update_note(memory.scope, note)
+            if patch_k:
+                evolve_neighbors(memory, candidates, keywords=incoming.keywords, context=incoming.context,
+                                 max_patches=patch_k, max_bytes=self.settings.max_result_bytes,
+                                 exclude=exclude)  # fmt: skip
+        return note
+
+    def _plan(self, kind: str, incoming: MemoryNote, explicit_id: bool, candidates: list[FoldCandidate],
+              folding: bool, unnamed_fold: bool, now: str) -> Plan:  # fmt: skip
+        name = incoming.name
+        holder = self.find(kind, name) if name is not None else None
+        if explicit_id or incoming.supersedes is not None:
+            target = self._current_row(incoming.supersedes, now) if incoming.supersedes is not None else None
+            if holder is not None and holder.id not in (incoming.id, incoming.supersedes):
+                raise MemoryConflictError(f"the {kind} name {name!r} is held by note {holder.id}")
+            return Plan("supersede", target) if target is not None else Plan("insert")
+        if kind == "file" and folding:
+            current = self.find_file(incoming.path or "")
+            if current is not None:
+                return Plan("update", current)
+        if holder is not None:
+            if not folding:
+                return Plan("supersede", holder)
+            return plan_fold(incoming.content, FoldCandidate(holder, 1.0), 0.0)
+        if unnamed_fold:
+            return plan_fold(incoming.content, candidates[0] if candidates else None, self.settings.threshold)
+        return Plan("insert")
+
+    def _write(self, plan: Plan, incoming: MemoryNote, explicit_id: bool, embedding: Any, now: str) -> MemoryNote:
+        store, scope = self.memory.store, self.memory.scope
+        if explicit_id:
+            rows = store.select_notes(scope, "id = ?", (incoming.id,))
+            if rows and (rows[0].kind != incoming.kind or rows[0].status != "active"):
+                raise MemoryConflictError(
+                    f"id {incoming.id} is already taken by a {rows[0].status} {rows[0].kind} note"
+                )
+            if rows:
+                # an explicit id names its row: overwrite it, keeping when it was created
+                note = incoming.model_copy(
+                    update={"created_at": rows[0].created_at, "updated_at": now, "name": incoming.name or rows[0].name}
+                )
+                store.update_note(scope, note, embedding)
+                return note
+        if plan.action == "update" and plan.target is not None:
+            note = merge_notes(plan.target, incoming, now=now)
+            store.update_note(scope, note, embedding)
+            return note
+        if plan.action == "supersede" and plan.target is not None:
+            old = plan.target
+            cut = _retire_at(now, old.valid_from or old.created_at)
+            store.update_note(scope, old.model_copy(update={"valid_to": cut, "updated_at": now}))
+            incoming = incoming.model_copy(
+                update={
+                    "supersedes": old.id,
+                    "name": incoming.name or old.name,
+                    "valid_from": incoming.valid_from or cut,
+                }
+            )
+        if incoming.name is None:
+            incoming = incoming.model_copy(update={"name": incoming.id})
+        store.insert_note(scope, incoming, embedding)
+        return incoming
+
+    def _current_row(self, note_id: str, now: str) -> MemoryNote | None:
+        rows = self.memory.store.select_notes(
+            self.memory.scope, f"id = ? AND status = 'active' AND {_VALID_NOW}", (note_id, now, now)
+        )
+        return rows[0] if rows else None
+
+    def _episode(self, f: dict[str, Any]) -> MemoryNote:
+        source = self.observational
+        if source is None:
+            raise MemoryValidationError(
+                'kind "episode" needs an observational source: create_memory_fabric(memory, observational=...)'
+            )
+        if f.get("id") is None:
+            raise MemoryValidationError('kind "episode" requires the observation id (12 hex)')
+        if f.get("content") is not None:
+            raise MemoryValidationError('kind "episode" reads its content from the observation; omit content')
+        observation = _lookup_observation(source, f["id"])
+        if observation is None:
+            raise MemoryNotFoundError(f"unknown observation id: {f['id']}")
+        text = self.memory.redact(str(observation.get("content", "")))
+        stamp = observation.get("timestamp") or iso_now()
+        return MemoryNote(
+            id=f["id"], kind="episode", content=text, name=f["id"], ingested_at=stamp, created_at=stamp,
+            token_count=int(observation.get("token_count") or estimate_tokens(text)),
+            source_entry_ids=list(observation.get("source_entry_ids") or []), importance=f.get("importance"),
+            t_ref=f.get("t_ref"), tags=f.get("tags") or [], keywords=f.get("keywords") or [],
+            context=f.get("context"), scope=self.memory.scope,
+        )  # fmt: skip
+
+    def _reflection(self, reflection_id: str) -> tuple[str, PromotedFrom]:
+        lookup = getattr(self.observational, "reflection", None)
+        if self.observational is None or not callable(lookup):
+            raise MemoryValidationError(
+                "reflection_id needs an observational source with a reflection(id) lookup; none is configured"
+            )
+        found = lookup(reflection_id)
+        if not isinstance(found, dict) or not isinstance(found.get("content"), str):
+            raise MemoryNotFoundError(f"unknown observational memory reflection: {reflection_id}")
+        if not found.get("scope_id") or found.get("scope_closed") is not True:
+            raise MemoryValidationError(f"reflection {reflection_id} is not bound to a closed work scope")
+        return found["content"], PromotedFrom(reflection_id=reflection_id, scope_id=str(found["scope_id"]))
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def search_conversation(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        direction: str = "backward",
+        detail: str = "summary",
+        top_k: int = 5,
+        signal: Any = None,
+    ) -> ConversationResult:
+        """Given a query, return ``{hits, scanned}``: branch messages by query-term coverage, each with
+        the page around it (see :func:`.conversation.search_conversation`).
+
+        Raises MemoryValidationError without an observational source or for bad options.
+        """
+        from .conversation import search_conversation
+
+        return search_conversation(self.observational, query, limit=limit, direction=direction, detail=detail,
+                                   top_k=top_k, signal=signal)  # fmt: skip
+
+    def recall(self, query: str, *, kinds: Any = None, as_of: Any = None, top_k: Any = None, budget: Any = None,
+               scoring: Any = None) -> RecallResult:  # fmt: skip
+        """Given a query, return ``{hits, explain}`` (see the seed); the query is never echoed."""
+        return recall(self.memory, query, kinds=kinds, as_of=as_of, top_k=top_k, budget=budget, scoring=scoring)
+
+    def get(self, id: str) -> MemoryNote | None:
+        """Return any row of the scope with that id (superseded/expired included), or its working
+        block; None when absent, forgotten or held."""
+        rows = self.memory.store.select_notes(self.memory.scope, "id = ? AND status = 'active'", (id,))
+        if rows:
+            return rows[0]
+        return next((note for note in read_blocks(self.memory).values() if note.id == id), None)
+
+    def find(self, kind: str, name: str, *, as_of: Any = None) -> MemoryNote | None:
+        """Return the note of that kind and name valid at ``as_of`` (default now), or None."""
+        if kind == "working":
+            return read_blocks(self.memory).get(name)
+        at = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+        rows = self.memory.store.select_notes(
+            self.memory.scope, f"kind = ? AND name = ? AND status = 'active' AND {_VALID_NOW}",
+            (kind, name, at, at), order="seq DESC", limit=1,
+        )  # fmt: skip
+        return rows[0] if rows else None
+
+    def find_file(self, path: str) -> MemoryNote | None:
+        """Return the current file note for a workspace path, or None."""
+        now = iso_now()
+        rows = self.memory.store.select_notes(
+            self.memory.scope, f"kind = 'file' AND path = ? AND status = 'active' AND {_VALID_NOW}",
+            (path, now, now), order="seq DESC", limit=1,
+        )  # fmt: skip
+        return rows[0] if rows else None
+
+    def notes(self, *, kinds: Any = None, as_of: Any = None, include_invalid: bool = False) -> list[MemoryNote]:
+        """Return the notes valid at ``as_of`` (default now), or with ``include_invalid`` every stored
+        version, sorted by id; ``working`` in ``kinds`` adds the live blocks."""
+        wanted = list(kinds) if kinds is not None else ["fact", "procedure", "file"]
+        for kind in wanted:
+            if kind not in NOTE_KINDS:
+                raise MemoryValidationError(f"unknown memory note kind: {kind!r}")
+        stored = [k for k in wanted if k in ("fact", "procedure", "file")]
+        out: list[MemoryNote] = []
+        if stored:
+            where = f"kind IN ({', '.join('?' * len(stored))}) AND status = 'active'"
+            params: list[Any] = list(stored)
+            if not include_invalid:
+                at = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+                where += f" AND {_VALID_NOW}"
+                params += [at, at]
+            out = self.memory.store.select_notes(self.memory.scope, where, params)
+        if "working" in wanted:
+            out += list(read_blocks(self.memory).values())
+            out.sort(key=lambda n: n.id)
+        return out
+
+    def blocks(self) -> dict[str, MemoryNote]:
+        """Return the working blocks by label (forgotten ones left out)."""
+        return read_blocks(self.memory)
+
+    def append_block(self, block: str, text: str, *, expected_version: int | None = None) -> MemoryNote:
+        """Append text to a working block (versioned, capped); return the block's note."""
+        return append_block(self.memory, block, text, expected_version=expected_version)
+
+    def change_seq(self) -> int:
+        """Return the latest note change seq of this scope (another process's writes included)."""
+        return self.memory.store.change_seq(self.memory.scope)
+
+    # -- forget ------------------------------------------------------------------------------
+
+    def forget(self, *, id: str | None = None, block: str | None = None, hold: bool = False) -> ForgetResult:
+        """Tombstone one note (deleted, or kept as legal_hold with ``hold``) or clear one block."""
+        if (id is None) == (block is None):
+            raise MemoryValidationError("forget requires exactly one of id or block")
+        if not isinstance(hold, bool):
+            raise MemoryValidationError("hold must be a boolean")
+        if block is not None:
+            if hold:
+                raise MemoryValidationError("hold applies to notes; a block is cleared in place")
+            label = check_label(block)
+            return ForgetResult(block=label, deleted=int(tombstone_block(self.memory, label)), held=False)
+        note_id = check_hex(id, "id")
+        store, scope = self.memory.store, self.memory.scope
+        with store.write():
+            rows = store.select_notes(scope, "id = ?", (note_id,))
+            if not rows:
+                return ForgetResult(id=note_id, deleted=0, held=False)
+            if hold:
+                now = iso_now()
+                store.update_note(scope, rows[0].model_copy(update={"status": "legal_hold", "forgotten_at": now}))
+                return ForgetResult(id=note_id, deleted=0, held=True)
+            return ForgetResult(id=note_id, deleted=store.delete_note(scope, note_id), held=False)
+
+    # -- attach and context ----------------------------------------------------------------------
+
+    def tools(self, *, root: str | os.PathLike[str] | None = None, max_file_bytes: int = 50 * 1024) -> list[Any]:
+        """The five governed tool definitions (``memory.view`` … ``memory.forget``); registers nothing."""
+        from .tools import create_fabric_tools
+
+        return list(create_fabric_tools(self, root=root, max_file_bytes=max_file_bytes))
+
+    def attach(self, session: Any) -> Attachment:
+        """Authorise a session: the workers run and the tools answer only while one is attached.
+
+        Raises MemoryScopeError for anything that is not a session, or not the observational one.
+        """
+        check_session(session, self.observational)
+        with self._gate_lock:
+            self._gate["session"] = session
+        return Attachment(session, self.create_context_provider(), self.settings, self._gate, self._gate_lock)
+
+    @property
+    def attached(self) -> bool:
+        return "session" in self._gate
+
+    @property
+    def attached_session(self) -> Any:
+        return self._gate.get("session")
+
+    def create_context_provider(self, *, include_working: bool = True, include_semantic: bool = True,
+                                query: str | None = None, top_k: int | None = None,
+                                name: str = "memory-fabric") -> ContextProvider:  # fmt: skip
+        """Return a provider whose ``blocks()`` are tagged working-memory and semantic-memory."""
+        return ContextProvider(
+            self.memory, self.recall, lambda: self.notes(kinds=["fact", "file"]), self.blocks,
+            include_working, include_semantic, query, top_k, name,
+        )  # fmt: skip
+
+
+def _derive_id(kind: str, content: str, now: str) -> str:
+    return hashlib.sha256(f"fabric\x00{kind}\x00{content}\x00{now}\x00{uuid.uuid4()}".encode()).hexdigest()[:12]
+
+
+def _lookup_observation(source: Any, obs_id: str) -> dict[str, Any] | None:
+    lookup = getattr(source, "observation", None)
+    if callable(lookup):
+        found = lookup(obs_id)
+        return found if isinstance(found, dict) else None
+    session = getattr(source, "session", None)
+    entries = getattr(session, "entries", None)
+    if not callable(entries):
+        raise MemoryValidationError("the observational source must expose session.entries()")
+    for entry in entries():
+        if isinstance(entry, dict) and entry.get("type") == "observation" and entry.get("id") == obs_id:
+            return entry
+    return None
+
+
+def create_memory_fabric(
+    memory: Memory,
+    *,
+    observational: Any = None,
+    consolidate: bool | dict[str, Any] = True,
+    linker: bool | dict[str, Any] | None = None,
+    evolution: bool | dict[str, Any] | None = None,
+    passive: bool = False,
+    worker_limits: dict[str, Any] | None = None,
+) -> MemoryFabric:
+    """Return a fabric over ``memory``; it starts nothing (no workers, timers or tools) until asked.
+
+    Raises MemoryValidationError for bad options or an observational source without session.entries().
+    """
+    if not isinstance(memory, Memory):
+        raise MemoryValidationError("create_memory_fabric requires a Memory from create_memory()")
+    if observational is not None and not callable(getattr(getattr(observational, "session", None), "entries", None)):
+        raise MemoryValidationError("observational must expose session.entries()")
+    settings = resolve_settings(consolidate, linker, evolution, passive, worker_limits)
+    return MemoryFabric(memory, settings, observational)
+
+
+def _retire_at(now: str, started: str) -> str:
+    """A superseded row's ``valid_to``: now, but never at or before the row's start, so no validity
+    window is empty (a note written and superseded within one millisecond stays readable ``as_of``
+    its creation)."""
+    if now > started:
+        return now
+    moment = datetime.fromisoformat(started.replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

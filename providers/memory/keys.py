@@ -1,0 +1,179 @@
+"""API keys: principals bound to one space, holding scopes; only a SHA-256 of each token is kept.
+
+The keys live in the store's SQLite file, in their own table ``afi_keys``. A token looks like
+``afi_<43 url-safe characters>`` and is shown once, when created. WAL mode, a busy timeout and one
+connection per thread let a server, a mount and the CLI share the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from afi.errors import Unauthorized
+from afi.provider import SCOPES, Caller
+
+from .errors import MemoryValidationError
+
+__all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
+
+TOKEN_PREFIX = "afi_"
+LOCAL_OWNER = Caller(principal="local", space="default", scopes=frozenset(SCOPES))
+_SPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS afi_keys (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    space TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)
+"""
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """One API key as listed: never the token, only who it is and what it may do."""
+
+    id: str
+    space: str
+    scopes: tuple[str, ...]
+    name: str | None
+    created_at: str
+    revoked_at: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class KeyStore:
+    """Given the store's SQLite file, create, verify, list and revoke API keys."""
+
+    def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+        self.db = str(db)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        with self._conn() as conn:
+            conn.execute(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db, timeout=self._busy_timeout_ms / 1000, check_same_thread=True)
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            self._local.conn = conn
+        return conn
+
+    def create(
+        self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None
+    ) -> tuple[KeyRecord, str]:
+        """Given a space, scopes and an optional name, store a new key; return it and its token.
+
+        The token is returned only here; the store keeps its SHA-256.
+
+        Raises:
+            MemoryValidationError: an unknown scope, no scope, or a malformed space name.
+        """
+        wanted = tuple(dict.fromkeys(scopes))
+        if not wanted:
+            raise MemoryValidationError(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
+        unknown = [scope for scope in wanted if scope not in SCOPES]
+        if unknown:
+            raise MemoryValidationError(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
+        if not _SPACE.match(space):
+            raise MemoryValidationError(
+                f"bad space name {space!r}: 1 to 64 lower-case letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        if name is not None and len(name) > 200:
+            raise MemoryValidationError("a key name is at most 200 characters")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = KeyRecord(id="key_" + secrets.token_hex(6), space=space, scopes=wanted, name=name, created_at=_now())
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO afi_keys (id, name, space, scopes, token_sha256, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (record.id, name, space, " ".join(wanted), _digest(token), record.created_at),
+            )
+        return record, token
+
+    def verify(self, token: str) -> Caller | None:
+        """Given a bearer token, return its caller, or ``None`` when it is unknown or revoked."""
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        row = (
+            self._conn()
+            .execute(
+                "SELECT id, space, scopes FROM afi_keys WHERE token_sha256 = ? AND revoked_at IS NULL",
+                (_digest(token),),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return Caller(principal=row[0], space=row[1], scopes=frozenset(row[2].split()))
+
+    def authenticate(self, token: str | None) -> Caller:
+        """Given a bearer token or ``None``, return the caller.
+
+        While no key was ever issued, a missing token is the local owner (all scopes, space
+        ``default``). Once one exists (even revoked, so revoking the last key never reopens the
+        door), a token is required.
+
+        Raises:
+            Unauthorized: the token is missing where one is required, unknown, or revoked.
+        """
+        if token is None or token == "":
+            if self.count() == 0:
+                return LOCAL_OWNER
+            raise Unauthorized("this server requires an API key: send 'Authorization: Bearer <token>'")
+        caller = self.verify(token)
+        if caller is None:
+            raise Unauthorized("the API key is unknown or revoked")
+        return caller
+
+    def list(self) -> list[KeyRecord]:
+        """Return every key, revoked ones included, oldest first."""
+        rows = (
+            self._conn()
+            .execute("SELECT id, space, scopes, name, created_at, revoked_at FROM afi_keys ORDER BY rowid")
+            .fetchall()
+        )
+        return [KeyRecord(r[0], r[1], tuple(r[2].split()), r[3], r[4], r[5]) for r in rows]
+
+    def revoke(self, key_id: str) -> bool:
+        """Given a key id, revoke it; return False when no active key has that id."""
+        with self._conn() as conn:
+            cur = conn.execute(
+                "UPDATE afi_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_now(), key_id)
+            )
+        return cur.rowcount == 1
+
+    def count(self) -> int:
+        """Return how many keys were ever issued (revoked ones count: see :meth:`authenticate`)."""
+        row = self._conn().execute("SELECT count(*) FROM afi_keys").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread ends)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,132 @@
+"""Read-side queries the tree runs over the fabric's ``notes`` table (listing, stat, grep candidates).
+
+The fabric owns the table; the tree only reads it, scoped to one (tenant, resource, thread), so a
+listing of 100k notes is a paged index scan and never loads every note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .sqlite import Connections
+from .types import Scope
+
+__all__ = ["NoteRow", "NotesView", "now_iso"]
+
+_COLUMNS = "id, kind, name, path, seq, length(CAST(rendered AS BLOB)), created_at, updated_at, ingested_at"
+_VALID_NOW = (
+    "status = 'active' AND (valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
+)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    """A note as the tree shows it: identity, size of its rendering, times, and an etag."""
+
+    id: str
+    kind: str
+    name: str | None
+    path: str | None
+    seq: int
+    size: int
+    created_at: str
+    mtime: str
+
+    @property
+    def etag(self) -> str:
+        return f'"n{self.id}-{self.seq}"'
+
+
+def _row(values: tuple[object, ...]) -> NoteRow:
+    id_, kind, name, path, seq, size, created, updated, ingested = values
+    return NoteRow(
+        str(id_),
+        str(kind),
+        None if name is None else str(name),
+        None if path is None else str(path),
+        int(seq or 0),  # type: ignore[call-overload]
+        int(size or 0),  # type: ignore[call-overload]
+        str(created),
+        str(updated or ingested or created),
+    )
+
+
+def rendered_etag(rendered: str) -> str:
+    return '"w' + hashlib.sha256(rendered.encode()).hexdigest()[:20] + '"'
+
+
+class NotesView:
+    """Scoped read queries over ``notes``; ``kind`` folders list notes valid now, history lists every row."""
+
+    def __init__(self, connections: Connections, scope: Scope) -> None:
+        self._db = connections
+        self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
+        self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
+
+    def list_current(self, kind: str, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
+        """Notes of ``kind`` valid now, ordered by file name ``<name>.md``, after a cursor name."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW} "
+            "AND name IS NOT NULL AND (:after IS NULL OR name || '.md' > :after) "
+            "AND (:glob IS NULL OR name || '.md' GLOB :glob) ORDER BY name || '.md' LIMIT :limit"
+        )
+        args = {**self._scope, "kind": kind, "now": now_iso(), "after": after, "glob": glob, "limit": limit}
+        return [_row(r) for r in self._db.get().execute(sql, args)]
+
+    def list_history(self, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
+        """Every stored version (superseded and expired included; held and forgotten left out), by id."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM notes WHERE {self._where} AND status = 'active' "
+            "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
+            "ORDER BY id || '.md' LIMIT :limit"
+        )
+        args = {**self._scope, "after": after, "glob": glob, "limit": limit}
+        return [_row(r) for r in self._db.get().execute(sql, args)]
+
+    def current(self, kind: str, name: str) -> tuple[NoteRow, str] | None:
+        """The note of ``kind`` named ``name`` valid now, with its rendering."""
+        sql = (
+            f"SELECT {_COLUMNS}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
+            f"AND {_VALID_NOW} ORDER BY seq DESC LIMIT 1"
+        )
+        found = self._db.get().execute(sql, {**self._scope, "kind": kind, "name": name, "now": now_iso()}).fetchone()
+        return None if found is None else (_row(found[:-1]), str(found[-1]))
+
+    def version(self, note_id: str) -> tuple[NoteRow, str] | None:
+        """One stored version by id (for /history), with its rendering."""
+        sql = f"SELECT {_COLUMNS}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
+        found = self._db.get().execute(sql, {**self._scope, "id": note_id}).fetchone()
+        return None if found is None else (_row(found[:-1]), str(found[-1]))
+
+    def count_current(self, kind: str) -> int:
+        sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
+        return int(self._db.get().execute(sql, {**self._scope, "kind": kind, "now": now_iso()}).fetchone()[0])
+
+    def grep_candidates(self, literals: list[str]) -> Iterator[tuple[str, str, str | None, bool, str]]:
+        """Yield (id, kind, name, valid_now, rendered) of active notes whose rendering may match.
+
+        With literals (each of three characters or more) the trigram index narrows the rows; with
+        none, every active note of the scope is a candidate.
+        """
+        now = now_iso()
+        valid = "(valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
+        if literals:
+            expr = " AND ".join('"' + lit.replace('"', '""') + '"' for lit in literals)
+            sql = (
+                f"SELECT n.id, n.kind, n.name, {valid}, n.rendered FROM notes_trigram t "
+                "JOIN notes n ON n.rowid = t.rowid "
+                f"WHERE notes_trigram MATCH :expr AND {self._where} AND status = 'active'"
+            )
+            args = {**self._scope, "expr": expr, "now": now}
+        else:
+            sql = f"SELECT id, kind, name, {valid}, rendered FROM notes WHERE {self._where} AND status = 'active'"
+            args = {**self._scope, "now": now}
+        for id_, kind, name, is_valid, rendered in self._db.get().execute(sql, args):
+            yield str(id_), str(kind), name, bool(is_valid), str(rendered)

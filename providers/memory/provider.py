@@ -1,0 +1,790 @@
+"""The memory provider: the AFI verbs over the tree of a space (DESIGN.md, "The tree a space shows").
+
+Notes are the fabric's: writing ``/facts/x.md`` is ``remember(kind="fact", name="x")``, deleting is
+``forget``. ``/files`` is the jailed workspace of real files, each with a ``file`` note. Every write
+verb is recorded in the ``audit`` table, refused or not.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fnmatch
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Unauthorized, Unsupported
+from afi.manifest import build_manifest
+from afi.model import (
+    ConversationQuery,
+    DeleteResult,
+    Entry,
+    Manifest,
+    Match,
+    MatchPage,
+    Page,
+    ReadResult,
+    SearchRequest,
+    SemanticQuery,
+    query_mode,
+    rfc3339,
+)
+from afi.paths import is_within, normalize
+from afi.provider import Caller
+
+from .conversation import (
+    TRANSCRIPT_HEADER_LINES,
+    LedgerSource,
+    episode_note,
+    episode_recall,
+    render_transcript,
+    search_conversation,
+)
+from .cursor import decode_cursor, encode_cursor
+from .embedders import Embedder
+from .fabric import MemoryFabric, create_memory_fabric
+from .ledger import Ledger, apply_op
+from .memory import space_memory
+from .notes_view import NoteRow, NotesView, rendered_etag
+from .render import parse_note, render_note
+from .search import GrepSource, grep, hit_path, semantic_matches
+from .sqlite import Connections
+from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
+from .types import MemoryNote
+from .workspace import FileStat, Workspace
+
+__all__ = ["MemoryProvider"]
+
+PROVIDER_NAME = "afi-memory"
+PROVIDER_VERSION = "0.1.0"
+MAX_LIST = 1000
+MAX_RESULTS = 1000
+SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+EPOCH = "1970-01-01T00:00:00.000Z"
+# Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
+SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
+
+AUDIT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    space TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    path TEXT NOT NULL,
+    result TEXT NOT NULL
+);
+"""
+
+T = TypeVar("T")
+
+
+class _Space:
+    """What one space holds open: its fabric, the notes view and the workspace."""
+
+    ledger: Ledger
+
+    def __init__(self, fabric: MemoryFabric, notes: NotesView, workspace: Workspace) -> None:
+        self.fabric = fabric
+        self.notes = notes
+        self.workspace = workspace
+
+
+class MemoryProvider:
+    """An AFI provider at profile 3 over the memory fabric and a jailed workspace per space."""
+
+    def __init__(
+        self,
+        db: str | Path,
+        root: str | Path,
+        *,
+        keys: Any = None,
+        embedder: Embedder | None = None,
+        manifest_extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.db = Path(db)
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._embedder = embedder
+        self._db = Connections(self.db, schema=AUDIT_SCHEMA + _workspace_schema())
+        self._keys = keys if keys is not None else _default_keys(self.db)
+        self._spaces: dict[str, _Space] = {}
+        self._lock = threading.Lock()
+        self._manifest_extra = dict(manifest_extra or {})
+
+    # -- discovery & auth ------------------------------------------------------------------
+
+    def manifest(self) -> Manifest:
+        """The manifest, rebuilt per call: ``auth.required`` follows keys created while serving."""
+        embedder = self._space("default").fabric.memory.embedder
+        return build_manifest(
+            provider=PROVIDER_NAME,
+            provider_version=PROVIDER_VERSION,
+            capabilities=["stat", "list", "read", "search", "write", "mkdir", "delete", "move"],
+            search_modes=["exact", "regex", "semantic"],
+            max_results=MAX_RESULTS,
+            auth_required=self._keys is not None and self._keys.count() > 0,
+            auth_methods=["bearer"],
+            extra={
+                "x-note-kinds": ["fact", "procedure", "file", "working", "episode"],
+                "x-search-modes": ["x-conversation"],
+                "x-embedder": {"name": embedder.name, "dims": embedder.dims},
+                "x-limits": {"list_max": MAX_LIST, "search_max_results": MAX_RESULTS},
+                **self._manifest_extra,
+            },
+        )
+
+    def authenticate(self, token: str | None) -> Caller:
+        keys = self._keys
+        if keys is None or keys.count() == 0:
+            if token:
+                raise Unauthorized("this server has no API keys; send no token (or create one: afi token create)")
+            return Caller(principal="local", space="default")
+        if not token:
+            raise Unauthorized("an API key is required: send it as 'Authorization: Bearer <key>'")
+        caller = keys.verify(token)
+        if caller is None:
+            raise Unauthorized("the API key is unknown or was revoked")
+        return caller  # type: ignore[no-any-return]
+
+    # -- spaces ----------------------------------------------------------------------------
+
+    def fabric(self, space: str) -> MemoryFabric:
+        """The memory fabric of a space (for bindings that hand its governed tools to a session)."""
+        return self._space(space).fabric
+
+    def _space(self, name: str) -> _Space:
+        found = self._spaces.get(name)
+        if found is not None:
+            return found
+        if not SPACE_NAME.match(name):
+            raise InvalidPath(f"invalid space name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}")
+        with self._lock:
+            found = self._spaces.get(name)
+            if found is None:
+                memory = space_memory(self.db, name, embedder=self._embedder)
+                fabric = create_memory_fabric(memory)
+                found = _Space(fabric, NotesView(self._db, memory.scope), Workspace(self.root, name, self._db))
+                found.ledger = Ledger(self.db, space=name)
+                self._spaces[name] = found
+        return found
+
+    # -- read verbs ------------------------------------------------------------------------
+
+    def stat(self, caller: Caller, path: str) -> Entry:
+        caller.require("afi:read")
+        path = normalize(path)
+        node = self._locate(path)
+        space = self._space(caller.space)
+        if node.area == "root" or node.is_area_root:
+            return _dir_entry(path)
+        if node.area == "afi":
+            if node.rest != MANIFEST_NAME:
+                raise NotFound("no such file", path=path)
+            return self._manifest_entry()
+        if node.area == "files":
+            return _file_entry(path, space.workspace.stat(node.rest, path))
+        return self._note_entry(space, node)
+
+    def list(
+        self, caller: Caller, path: str, *, limit: int = MAX_LIST, cursor: str | None = None, glob: str | None = None
+    ) -> Page:
+        caller.require("afi:read")
+        path = normalize(path)
+        limit = _check_limit(limit, MAX_LIST)
+        node = self._locate(path)
+        position = decode_cursor("list", cursor)
+        after = None if position is None else str(position["a"])
+        space = self._space(caller.space)
+        if node.area == "root":
+            entries = [_dir_entry("/" + a) if a != ".afi" else _dir_entry("/.afi") for a in AREAS]
+        elif node.area == "afi" and node.is_area_root:
+            entries = [self._manifest_entry()]
+        elif node.area == "files":
+            entries = [_file_entry(f"{path}/{c.name}", c) for c in space.workspace.listdir(node.rest, path)]
+        elif node.area == "working" and node.is_area_root:
+            entries = [self._block_entry(label, note) for label, note in sorted(space.fabric.blocks().items())]
+        elif node.area in ("facts", "procedures") and node.is_area_root:
+            rows = space.notes.list_current(node.kind or "", after=after, glob=_sql_glob(glob), limit=limit + 1)
+            return _page([_row_entry(note_path(r.kind, r.name or r.id), r) for r in rows], limit)
+        elif node.area == "history" and node.is_area_root:
+            rows = space.notes.list_history(after=after, glob=_sql_glob(glob), limit=limit + 1)
+            return _page([_row_entry(f"/history/{r.id}.md", r, writable=False) for r in rows], limit)
+        elif node.area == "episodes" and node.is_area_root:
+            entries = [self._ledger_entry(space, f"/episodes/{o.id}.md") for o in space.ledger.observations()]
+        elif node.area == "sessions" and node.is_area_root:
+            entries = [self._ledger_entry(space, f"/sessions/{sid}.md") for sid in space.ledger.sessions()]
+        else:
+            self.stat(caller, path)  # not_found when absent
+            raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
+        if glob:
+            entries = [e for e in entries if fnmatch.fnmatchcase(e.path.rsplit("/", 1)[-1], glob)]
+        if after is not None:
+            entries = [e for e in entries if e.path.rsplit("/", 1)[-1] > after]
+        return _page(entries[: limit + 1], limit)
+
+    def read(self, caller: Caller, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
+        caller.require("afi:read")
+        path = normalize(path)
+        if offset < 0 or (length is not None and length < 0):
+            raise InvalidPath("offset and length must not be negative", path=path)
+        node = self._locate(path)
+        space = self._space(caller.space)
+        if node.area == "root" or node.is_area_root:
+            raise InvalidPath("this is a folder: list it instead of reading it", path=path)
+        if node.area == "files":
+            data, info = space.workspace.read(node.rest, path, offset, length)
+            entry = _file_entry(path, info)
+            return ReadResult(
+                data=data,
+                content_type=entry.content_type,
+                eof=offset + len(data) >= info.size,
+                size=info.size,
+                etag=entry.etag,
+                mtime=entry.mtime,
+            )
+        if node.area == "afi":
+            if node.rest != MANIFEST_NAME:
+                raise NotFound("no such file", path=path)
+            whole = self._manifest_bytes()
+            etag: str | None = rendered_etag(whole.decode())
+            content_type, mtime = "application/json", EPOCH
+        else:
+            entry, text = self._note_text(space, node)
+            whole, content_type, etag, mtime = text.encode(), entry.content_type, entry.etag, str(entry.mtime)
+        end = len(whole) if length is None else min(len(whole), offset + length)
+        data = whole[offset:end] if offset < len(whole) else b""
+        return ReadResult(
+            data=data, content_type=content_type, eof=end >= len(whole), size=len(whole), etag=etag, mtime=mtime
+        )
+
+    def search(self, caller: Caller, request: SearchRequest) -> MatchPage:
+        caller.require("afi:read")
+        scope = normalize(request.path)
+        limit = _check_limit(request.limit, MAX_RESULTS)
+        space = self._space(caller.space)
+        if isinstance(request.query, ConversationQuery):
+            return self._conversation(space, request.query, min(limit, 100))
+        if query_mode(request.query) == "semantic":
+            return self._semantic(space, request, scope, limit)
+        if is_within(scope, "/files") or scope == "/":
+            space.workspace.refresh()
+        return grep(GrepSource(lambda literals: self._documents(space, literals)), request, scope, limit)
+
+    def _documents(self, space: _Space, literals: builtins.list[str]) -> Iterator[tuple[str, Callable[[], str]]]:
+        for id_, kind, name, valid, rendered in space.notes.grep_candidates(literals):
+            text = _const(rendered)
+            yield f"/history/{id_}.md", text
+            if valid and name and kind in ("fact", "procedure"):
+                yield note_path(kind, name), text
+        for label, note in space.fabric.blocks().items():
+            yield f"/working/{label}.md", _const(render_note(note))
+        for rel, content in space.workspace.candidates(literals[0] if literals else None):
+            yield f"/files/{rel}", _const(content)
+        yield f"/.afi/{MANIFEST_NAME}", _const(self._manifest_bytes().decode())
+        for obs in space.ledger.observations():
+            yield f"/episodes/{obs.id}.md", _const(render_note(episode_note(obs, space.fabric.memory.scope)))
+        for sid in space.ledger.sessions():
+            yield f"/sessions/{sid}.md", lambda sid=sid: self._ledger_text(space, f"/sessions/{sid}.md")[1]  # type: ignore[misc]
+
+    def _semantic(self, space: _Space, request: SearchRequest, scope: str, limit: int) -> MatchPage:
+        query = request.query
+        assert isinstance(query, SemanticQuery)
+        if not query.semantic.strip():
+            raise InvalidPath("the semantic query is empty: ask a question")
+        kinds = request.kinds or (["episode"] if is_within(scope, "/episodes") else _kinds_for_scope(scope))
+        note_kinds = [k for k in kinds or ["fact", "file"] if k != "episode"]
+        pairs = []
+        if note_kinds:
+            result = space.fabric.recall(query.semantic, kinds=note_kinds, as_of=request.as_of, top_k=32,
+                                         budget=request.budget, scoring=SEARCH_SCORING)  # fmt: skip
+            pairs = list(zip(result.hits, result.explain, strict=True))
+        if kinds is not None and "episode" in kinds:
+            memory = space.fabric.memory
+            pairs += episode_recall(memory.embedder, space.ledger.observations(), query.semantic, top_k=32,
+                                    scope=memory.scope)  # fmt: skip
+            pairs.sort(key=lambda pair: -pair[0].score)
+        rows = []
+        for hit, explain in pairs:
+            current = hit.kind in ("fact", "procedure") and hit.name is not None and self._is_current(space, hit)
+            rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
+        return semantic_matches(rows, request, scope, limit)
+
+    def _is_current(self, space: _Space, note: MemoryNote) -> bool:
+        found = space.notes.current(note.kind, note.name or "")
+        return found is not None and found[0].id == note.id
+
+    # -- write verbs -----------------------------------------------------------------------
+
+    def write(
+        self,
+        caller: Caller,
+        path: str,
+        data: bytes,
+        *,
+        offset: int | None = None,
+        append: bool = False,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Entry:
+        def run() -> Entry:
+            node = self._writable(caller, path)
+            if offset is not None and offset < 0:
+                raise InvalidPath("offset must not be negative", path=node.path)
+            space = self._space(caller.space)
+            if node.area == "files":
+                return self._write_file(space, node, data, offset, append, create_only, if_match)
+            return self._write_note(space, node, data, offset, append, create_only, if_match)
+
+        return self._audited(caller, "write", path, run)
+
+    def _write_file(
+        self,
+        space: _Space,
+        node: Node,
+        data: bytes,
+        offset: int | None,
+        append: bool,
+        create_only: bool,
+        if_match: str | None,
+    ) -> Entry:
+        if if_match is not None:
+            try:
+                current = _file_entry(node.path, space.workspace.stat(node.rest, node.path))
+            except NotFound:
+                raise Conflict("if_match was given but the file does not exist", path=node.path) from None
+            _check_etag(current, if_match)
+        info, full = space.workspace.write(
+            node.rest, node.path, data, offset=offset, append=append, create_only=create_only
+        )
+        text = _note_text_of(full, node.rest, space.fabric.memory.limits.max_entry_text_chars)
+        space.fabric.remember(kind="file", path=node.rest, content=text)
+        return _file_entry(node.path, info)
+
+    def _write_note(
+        self,
+        space: _Space,
+        node: Node,
+        data: bytes,
+        offset: int | None,
+        append: bool,
+        create_only: bool,
+        if_match: str | None,
+    ) -> Entry:
+        name = node.note_name
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidPath("notes are UTF-8 text", path=node.path) from None
+        existing = self._existing_note(space, node, name)
+        if existing is not None and create_only:
+            raise Conflict("the note exists and create_only was asked", path=node.path)
+        if if_match is not None:
+            if existing is None:
+                raise Conflict("if_match was given but the note does not exist", path=node.path)
+            _check_etag(self._note_entry(space, node), if_match)
+        if offset not in (None, 0) and not append:
+            raise Unsupported("notes are written whole: write from offset 0, or append", path=node.path)
+        if append:
+            fields: dict[str, Any] = {}
+            base = existing.content if existing is not None else ""
+            content = base + text
+        else:
+            fields, content = parse_note(text)
+        if node.kind == "working":
+            space.fabric.remember(kind="working", block=name, content=content)
+        else:
+            if existing is not None and fields.get("supersedes") == existing.supersedes:
+                fields.pop("supersedes", None)  # unchanged front matter from a read, not a new claim
+            space.fabric.remember(kind=node.kind or "fact", name=name, content=content, **fields)
+        try:
+            return self._note_entry(space, node)
+        except NotFound:  # the front matter made it valid at another time: it lives in /history
+            raise InvalidPath(
+                "the note was stored, but its validity window does not include now; see /history", path=node.path
+            ) from None
+
+    def _existing_note(self, space: _Space, node: Node, name: str) -> MemoryNote | None:
+        if node.kind == "working":
+            return space.fabric.blocks().get(name)
+        return space.fabric.find(node.kind or "fact", name)
+
+    def mkdir(self, caller: Caller, path: str, *, parents: bool = False) -> Entry:
+        def run() -> Entry:
+            located = locate(normalize(path))
+            if located is not None and (located.area == "root" or located.is_area_root):
+                caller.require("afi:write", path=located.path)
+                raise Conflict("this top-level folder always exists", path=located.path)
+            node = self._writable(caller, path)
+            if node.area != "files":
+                raise Unsupported(f"/{node.area} holds notes, not folders; folders exist only under /files", path=path)
+            return _file_entry(
+                node.path, self._space(caller.space).workspace.mkdir(node.rest, node.path, parents=parents)
+            )
+
+        return self._audited(caller, "mkdir", path, run)
+
+    def delete(self, caller: Caller, path: str, *, recursive: bool = False) -> DeleteResult:
+        def run() -> DeleteResult:
+            node = self._writable(caller, path)
+            space = self._space(caller.space)
+            if node.area == "files":
+                removed = space.workspace.delete(node.rest, node.path, recursive=recursive)
+                for rel in removed:
+                    note = space.fabric.find_file(rel)
+                    if note is not None:
+                        space.fabric.forget(id=note.id)
+                return DeleteResult(deleted=max(1, len(removed)))
+            name = node.note_name
+            if node.kind == "working":
+                if name not in space.fabric.blocks():
+                    raise NotFound("no such working block", path=node.path)
+                space.fabric.forget(block=name)
+                return DeleteResult(deleted=1)
+            note = space.fabric.find(node.kind or "fact", name)
+            if note is None:
+                raise NotFound("no such note", path=node.path)
+            space.fabric.forget(id=note.id)
+            return DeleteResult(deleted=1)
+
+        return self._audited(caller, "delete", path, run)
+
+    def move(self, caller: Caller, source: str, destination: str, *, overwrite: bool = False) -> Entry:
+        def run() -> Entry:
+            src = self._writable(caller, source)
+            dst = self._writable(caller, destination)
+            space = self._space(caller.space)
+            if src.area == "files" and dst.area == "files":
+                info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
+                for old, new in moved:
+                    self._repoint(space, old, new)
+                return _file_entry(dst.path, info)
+            if src.area != dst.area:
+                raise Unsupported("a move stays within one folder kind (/files, /facts, ...)", path=destination)
+            return self._move_note(space, src, dst, overwrite)
+
+        return self._audited(caller, "move", f"{source} -> {destination}", run)
+
+    def _move_note(self, space: _Space, src: Node, dst: Node, overwrite: bool) -> Entry:
+        old, new = src.note_name, dst.note_name
+        note = self._existing_note(space, src, old)
+        if note is None:
+            raise NotFound("no such note", path=src.path)
+        if old == new:
+            return self._note_entry(space, dst)
+        if self._existing_note(space, dst, new) is not None and not overwrite:
+            raise Conflict("the destination exists (ask to overwrite)", path=dst.path)
+        if dst.kind == "working":
+            space.fabric.remember(kind="working", block=new, content=note.content)
+            space.fabric.forget(block=old)
+        else:
+            fields = {
+                k: v
+                for k, v in note.model_dump(
+                    include={"valid_from", "valid_to", "tags", "keywords", "context", "importance", "source_entry_ids"}
+                ).items()
+                if v not in (None, [])
+            }
+            space.fabric.remember(kind=dst.kind or "fact", name=new, content=note.content, **fields)
+            space.fabric.forget(id=note.id)
+        return self._note_entry(space, dst)
+
+    def _repoint(self, space: _Space, old: str, new: str) -> None:
+        from .repoint import create_fabric_repoint_handler, repoint_source
+
+        memory = space.fabric.memory
+        repoint_source(memory, old, new, handlers=[create_fabric_repoint_handler(memory)])
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _locate(self, path: str) -> Node:
+        node = locate(path)
+        if node is None:
+            raise NotFound("no such file or folder", path=path)
+        return node
+
+    def _writable(self, caller: Caller, path: str) -> Node:
+        caller.require("afi:write", path=path)
+        normal = normalize(path)
+        node = locate(normal)
+        if node is None:
+            raise Unsupported("the top-level folders are fixed: " + ", ".join("/" + a for a in AREAS), path=normal)
+        if node.area == "root" or node.is_area_root:
+            raise Forbidden("the top-level folders are fixed", path=node.path)
+        if node.area in READ_ONLY_AREAS:
+            raise Forbidden(f"/{node.area if node.area != 'afi' else '.afi'} is read-only", path=node.path)
+        return node
+
+    def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T]) -> T:
+        try:
+            result = run()
+        except AfiError as err:
+            self._audit(caller, verb, path, err.code)
+            raise
+        self._audit(caller, verb, path, "ok")
+        return result
+
+    def _audit(self, caller: Caller, verb: str, path: str, result: str) -> None:
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO audit(at, principal, space, verb, path, result) VALUES (?,?,?,?,?,?)",
+                (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, path, result),
+            )
+
+    def audit_log(self, *, limit: int = 100) -> builtins.list[dict[str, Any]]:
+        """The most recent audit rows, newest first."""
+        rows = self._db.get().execute(
+            "SELECT at, principal, space, verb, path, result FROM audit ORDER BY seq DESC LIMIT ?", (limit,)
+        )
+        keys = ("at", "principal", "space", "verb", "path", "result")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def _manifest_bytes(self) -> bytes:
+        return (json.dumps(self.manifest().model_dump(mode="json"), indent=2) + "\n").encode()
+
+    def _manifest_entry(self) -> Entry:
+        body = self._manifest_bytes()
+        return Entry(
+            path="/.afi/manifest.json",
+            type="file",
+            size=len(body),
+            mtime=EPOCH,
+            ctime=EPOCH,
+            content_type="application/json",
+            etag=rendered_etag(body.decode()),
+            attributes={"permissions": "r"},
+        )
+
+    def _note_text(self, space: _Space, node: Node) -> tuple[Entry, str]:
+        if node.area in ("episodes", "sessions"):
+            node.note_name  # noqa: B018 - refuses nested or non-.md names
+            return self._ledger_text(space, node.path)
+        name = node.note_name
+        if node.area == "working":
+            note = space.fabric.blocks().get(name)
+            if note is None:
+                raise NotFound("no such working block", path=node.path)
+            text = render_note(note)
+            return self._block_entry(name, note, text), text
+        found = space.notes.version(name) if node.area == "history" else space.notes.current(node.kind or "", name)
+        if found is None:
+            raise NotFound("no such note", path=node.path)
+        row, rendered = found
+        return _row_entry(node.path, row, writable=node.area != "history"), rendered
+
+    def _note_entry(self, space: _Space, node: Node) -> Entry:
+        return self._note_text(space, node)[0]
+
+    # -- the observational ledger: /episodes, /sessions, x-conversation, ledger writes -------
+
+    def _ledger_text(self, space: _Space, path: str) -> tuple[Entry, str]:
+        area, _, rest = path[1:].partition("/")
+        name = rest[:-3]
+        if area == "episodes":
+            obs = space.ledger.observation(name)
+            if obs is None:
+                raise NotFound("no such episode", path=path)
+            text = render_note(episode_note(obs, space.fabric.memory.scope))
+            mtime = ctime = obs.timestamp
+        else:
+            session = space.ledger.find_session(name)
+            if session is None:
+                raise NotFound("no such session", path=path)
+            text = render_transcript(session)
+            ctime = mtime = EPOCH
+            stamps = [e.timestamp for e in session.iter_entries()]
+            if stamps:
+                ctime, mtime = stamps[0], max(stamps)
+        entry = Entry(path=path, type="file", size=len(text.encode()), mtime=mtime, ctime=ctime,
+                      content_type="text/markdown", etag=rendered_etag(text),
+                      attributes={"permissions": "r", "x-kind": "episode" if area == "episodes" else "session",
+                                  "x-id": name})  # fmt: skip
+        return entry, text
+
+    def _ledger_entry(self, space: _Space, path: str) -> Entry:
+        return self._ledger_text(space, path)[0]
+
+    def _conversation(self, space: _Space, query: ConversationQuery, top_k: int) -> MatchPage:
+        session = space.ledger.find_session(query.session)
+        if session is None:
+            raise NotFound("no such session", path=f"/sessions/{query.session}.md")
+        result = search_conversation(LedgerSource(session), query.conversation, limit=query.page_limit,
+                                     direction=query.direction, detail=query.detail, top_k=top_k)  # fmt: skip
+        matches = []
+        for hit in result.hits:
+            entry = session.entry(hit.entry_id)
+            assert entry is not None
+            line = f"[{entry.id}] ({entry.timestamp}) {entry.role}: {' '.join(entry.text.split())}"
+            explain = {"entry_id": hit.entry_id, "timestamp": hit.timestamp, "scanned": result.scanned,
+                       "page": hit.page.model_dump(exclude_none=True)}  # fmt: skip
+            matches.append(Match(path=f"/sessions/{session.id}.md", line=entry.position + TRANSCRIPT_HEADER_LINES + 1,
+                                 text=line if len(line) <= 256 else line[:255] + "…", score=hit.score,
+                                 x_explain=explain, x_id=hit.entry_id, x_kind="message"))  # fmt: skip
+        return MatchPage(matches=matches)
+
+    def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Append to a session's branch (``op`` one of LEDGER_OPS); needs afi:write, audited."""
+
+        def run() -> dict[str, Any]:
+            caller.require("afi:write", path=f"/sessions/{session}.md")
+            return apply_op(self._space(caller.space).ledger, op, session, body)
+
+        return self._audited(caller, f"ledger.{op}", f"/sessions/{session}.md", run)
+
+    def _block_entry(self, label: str, note: MemoryNote, text: str | None = None) -> Entry:
+        rendered = text if text is not None else render_note(note)
+        stamp = note.updated_at or note.ingested_at
+        return Entry(
+            path=f"/working/{label}.md",
+            type="file",
+            size=len(rendered.encode()),
+            mtime=stamp,
+            ctime=note.created_at,
+            content_type="text/markdown",
+            etag=rendered_etag(rendered),
+            attributes={"permissions": "rw", "x-kind": "working", "x-id": note.id, "x-block": label},
+        )
+
+
+# -- module helpers ------------------------------------------------------------------------
+
+
+def _default_keys(db: Path) -> Any:
+    from .keys import KeyStore
+
+    return KeyStore(db)
+
+
+def _workspace_schema() -> str:
+    from .workspace import SCHEMA
+
+    return SCHEMA
+
+
+def _const(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
+def _check_limit(limit: int, cap: int) -> int:
+    if not isinstance(limit, int) or limit <= 0:
+        raise InvalidPath(f"limit must be a positive whole number (at most {cap}), not {limit!r}")
+    return min(limit, cap)
+
+
+def _check_etag(entry: Entry, if_match: str) -> None:
+    wanted = {tag.strip() for tag in if_match.split(",")}
+    if "*" not in wanted and entry.etag not in wanted:
+        raise Conflict("the target changed since it was read (if_match does not match its etag)", path=entry.path)
+
+
+def _sql_glob(glob: str | None) -> str | None:
+    """fnmatch's ``[!x]`` is SQLite GLOB's ``[^x]``; the rest is the same."""
+    return None if glob is None else glob.replace("[!", "[^")
+
+
+def _page(entries: list[Entry], limit: int) -> Page:
+    if len(entries) > limit:
+        entries = entries[:limit]
+        last = entries[-1].path.rsplit("/", 1)[-1]
+        return Page(entries=entries, next_cursor=encode_cursor("list", {"a": last}))
+    return Page(entries=entries)
+
+
+def _kinds_for_scope(scope: str) -> list[str] | None:
+    for prefix, kinds in (("/facts", ["fact"]), ("/procedures", ["procedure"]), ("/files", ["file"])):
+        if is_within(scope, prefix):
+            return kinds
+    if is_within(scope, "/history"):
+        return ["fact", "procedure", "file"]
+    return None
+
+
+def _note_text_of(data: bytes | None, rel: str, cap: int) -> str:
+    """The text a file's note indexes: the file's text (cut at the note cap), or its path when binary."""
+    if data is None or b"\x00" in data:
+        return rel
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return rel
+    return text[:cap] if text.strip() else rel
+
+
+def _dir_entry(path: str) -> Entry:
+    read_only = path in ("/", "/.afi", "/history", "/episodes", "/sessions")
+    return Entry(
+        path=path,
+        type="directory",
+        size=0,
+        mtime=EPOCH,
+        ctime=EPOCH,
+        content_type="inode/directory",
+        attributes={"permissions": "r" if read_only else "rw"},
+    )
+
+
+def _file_entry(path: str, info: FileStat) -> Entry:
+    if info.kind == "directory":
+        return Entry(
+            path=path,
+            type="directory",
+            size=0,
+            mtime=rfc3339(info.mtime),
+            ctime=rfc3339(info.ctime),
+            content_type="inode/directory",
+            attributes={"permissions": "rw"},
+        )
+    return Entry(
+        path=path,
+        type="symlink" if info.kind == "symlink" else "file",
+        size=info.size,
+        mtime=rfc3339(info.mtime),
+        ctime=rfc3339(info.ctime),
+        content_type=_content_type(path),
+        etag=f'"f{info.ino:x}-{info.mtime_ns:x}-{info.size:x}"',
+        target=info.target,
+        attributes={"permissions": "rw"},
+    )
+
+
+def _row_entry(path: str, row: NoteRow, *, writable: bool = True) -> Entry:
+    attributes: dict[str, Any] = {"permissions": "rw" if writable else "r", "x-kind": row.kind, "x-id": row.id}
+    if row.path:
+        attributes["x-file"] = "/files/" + row.path
+    return Entry(
+        path=path,
+        type="file",
+        size=row.size,
+        mtime=row.mtime,
+        ctime=row.created_at,
+        content_type="text/markdown",
+        etag=row.etag,
+        attributes=attributes,
+    )
+
+
+_TEXT_TYPES = {
+    ".md": "text/markdown",
+    ".txt": "text/plain",
+    ".json": "application/json",
+    ".py": "text/x-python",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+}
+
+
+def _content_type(path: str) -> str:
+    import mimetypes
+
+    suffix = Path(path).suffix.lower()
+    if suffix in _TEXT_TYPES:
+        return _TEXT_TYPES[suffix]
+    guessed, _ = mimetypes.guess_type(path)
+    return guessed or "application/octet-stream"

@@ -1,0 +1,259 @@
+"""Recall: the hybrid candidate batch (vector cosine fused with BM25), scoring, links and budget.
+
+One candidate batch serves both recall and the write path's workers. Both rankings are filtered
+before they are ranked (kind, validity at ``as_of``, consent, lineage, status), then fused by
+weighted reciprocal rank; the fused relevance in [0,1] is the hit's similarity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import MemoryValidationError
+from .lexical import fts_query, query_terms
+from .memory import HARD_TOP_K_CAP, FusionSettings, Memory, canonical_time
+from .store import iso_now
+from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
+from .vectors import iso_to_epoch
+
+__all__ = [
+    "DEFAULT_RECALL_KINDS",
+    "RECALL_OVERSAMPLE",
+    "Candidate",
+    "Scoring",
+    "estimate_tokens",
+    "recall",
+    "recall_candidates",
+    "resolve_kinds",
+    "resolve_scoring",
+]
+
+RECALL_OVERSAMPLE = 4
+DEFAULT_RECALL_KINDS = ("fact", "file")
+NEUTRAL_IMPORTANCE = 1.0
+
+
+def estimate_tokens(text: str) -> int:
+    """Given text, return the rough token count budgets use (characters / 4, rounded up)."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """Resolved blend weights (summing to 1) and the recency half-life in milliseconds."""
+
+    similarity: float
+    recency: float
+    importance: float
+    half_life_ms: float
+
+
+@dataclass
+class Candidate:
+    """One recalled note with its relevance parts."""
+
+    note: MemoryNote
+    similarity: float
+    cosine: float
+    score: float
+    recency: float | None = None
+    importance: float | None = None
+
+
+def resolve_kinds(kinds: Any) -> tuple[str, ...]:
+    """Given the ``kinds`` option, return the kinds to recall (default fact + file)."""
+    if kinds is None:
+        return DEFAULT_RECALL_KINDS
+    if isinstance(kinds, str) or not isinstance(kinds, Sequence) or len(kinds) == 0:
+        raise MemoryValidationError("kinds must be a non-empty list of note kinds")
+    for kind in kinds:
+        if kind not in NOTE_KINDS:
+            raise MemoryValidationError(f"unknown memory note kind: {kind!r} (known: {', '.join(NOTE_KINDS)})")
+    return tuple(dict.fromkeys(kinds))
+
+
+def resolve_scoring(scoring: Any) -> tuple[Scoring | None, dict[str, Any] | None]:
+    """Given the ``scoring`` option, return (blend weights or None, fusion overrides or None).
+
+    Accepts ``recency_weight``, ``importance_weight`` (each in [0,1]), ``half_life_ms`` (required
+    when recency_weight > 0) and ``fusion``. Weights summing over 1 are normalised down.
+    """
+    if scoring is None:
+        return None, None
+    if not isinstance(scoring, dict):
+        raise MemoryValidationError("scoring must be a mapping")
+    unknown = sorted(set(scoring) - {"recency_weight", "importance_weight", "half_life_ms", "fusion"})
+    if unknown:
+        raise MemoryValidationError(f"unknown scoring option(s): {', '.join(unknown)}")
+    fusion = scoring.get("fusion")
+    rw = scoring.get("recency_weight", 0) or 0
+    iw = scoring.get("importance_weight", 0) or 0
+    for label, value in (("recency_weight", rw), ("importance_weight", iw)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise MemoryValidationError(f"{label} must be a number in [0,1]")
+    if rw == 0 and iw == 0:
+        return None, fusion
+    half_life = scoring.get("half_life_ms")
+    if rw > 0 and (isinstance(half_life, bool) or not isinstance(half_life, int | float) or not half_life > 0):
+        raise MemoryValidationError("half_life_ms must be a positive number when recency_weight > 0")
+    total = max(1.0, rw + iw)
+    resolved = Scoring(
+        similarity=1 - (rw + iw) / total,
+        recency=rw / total,
+        importance=iw / total,
+        half_life_ms=float(half_life) if half_life else math.inf,
+    )
+    return resolved, fusion
+
+
+def _recency(created_at: str, half_life_ms: float, now: float) -> float:
+    if not math.isfinite(half_life_ms):
+        return 1.0
+    age_ms = (now - iso_to_epoch(created_at, now)) * 1000
+    return 1.0 if age_ms <= 0 else 2 ** (-age_ms / half_life_ms)
+
+
+def _fuse(vector: list[tuple[int, float]], lexical: list[int], fusion: FusionSettings) -> list[tuple[int, float]]:
+    """Return ``(rowid, relevance in [0,1])`` best first, by weighted reciprocal rank."""
+    if fusion.mode == "vector":
+        return [(rowid, max(0.0, min(1.0, cos))) for rowid, cos in vector]
+    wv = fusion.vector_weight if fusion.mode == "rrf" else 0.0
+    wl = fusion.lexical_weight
+    fused: dict[int, float] = {}
+    if wv > 0:
+        for rank, (rowid, _) in enumerate(vector, start=1):
+            fused[rowid] = fused.get(rowid, 0.0) + wv / (fusion.k + rank)
+    for rank, rowid in enumerate(lexical, start=1):
+        fused[rowid] = fused.get(rowid, 0.0) + wl / (fusion.k + rank)
+    best = (wv + wl) / (fusion.k + 1)
+    order = sorted(fused.items(), key=lambda item: -item[1])
+    return [(rowid, value / best) for rowid, value in order]
+
+
+def recall_candidates(
+    memory: Memory,
+    query: str,
+    kinds: Sequence[str],
+    as_of: str,
+    limit: int,
+    scoring: Scoring | None = None,
+    fusion: FusionSettings | None = None,
+) -> list[Candidate]:
+    """Return up to ``limit`` recallable notes for the query, best first (one bounded batch)."""
+    fusion = fusion or memory.fusion
+    stored = [kind for kind in kinds if kind in ("fact", "procedure", "file")]
+    if not stored or limit <= 0:
+        return []
+    as_of_epoch = iso_to_epoch(as_of, 0.0)
+    qvec = memory.embedder.embed([query])[0]
+    window = max(fusion.window, limit)
+    index = memory.index
+    with index.lock:
+        index.refresh()
+        mask = index.mask(stored, as_of_epoch, memory.require_consent)
+        vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
+        lexical: list[int] = []
+        match = None
+        if fusion.mode != "vector":
+            match = fts_query(memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings))
+        if match is not None:
+            rows = memory.store.lexical(memory.scope, match, kinds=stored, as_of=as_of, limit=window * 2)
+            lexical = [rowid for rowid in rows if index.allowed(rowid, mask)][:window]
+        fused = _fuse(vector, lexical, fusion)
+        depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
+        fused = fused[:depth]
+        cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
+    if not fused:
+        return []
+    by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
+    out: list[Candidate] = []
+    for rowid, relevance in fused:
+        note = by_rowid.get(rowid)
+        if note is not None:  # None: deleted between the index read and the row read
+            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance))
+    if scoring is not None:
+        now = datetime.now(UTC).timestamp()
+        for cand in out:
+            cand.recency = _recency(cand.note.created_at, scoring.half_life_ms, now)
+            imp = cand.note.importance
+            cand.importance = NEUTRAL_IMPORTANCE if imp is None else min(1.0, max(0.0, imp))
+            cand.score = (
+                cand.similarity * scoring.similarity
+                + cand.recency * scoring.recency
+                + cand.importance * scoring.importance
+            )
+        out.sort(key=lambda c: -c.score)
+    return out[:limit]
+
+
+def recall(
+    memory: Memory,
+    query: str,
+    *,
+    kinds: Any = None,
+    as_of: Any = None,
+    top_k: Any = None,
+    budget: Any = None,
+    scoring: Any = None,
+) -> RecallResult:
+    """Given a query, return the ranked hits and a parallel explain row per hit (see the seed)."""
+    if not isinstance(query, str) or not query.strip():
+        raise MemoryValidationError("query must be a non-empty string")
+    resolved_kinds = resolve_kinds(kinds)
+    as_of_iso = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+    k = memory.limits.top_k if top_k is None else top_k
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise MemoryValidationError("top_k must be a positive integer")
+    k = min(k, HARD_TOP_K_CAP)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise MemoryValidationError("budget must be a positive integer")
+    resolved, fusion_override = resolve_scoring(scoring)
+    fusion = FusionSettings.resolve(fusion_override, memory.fusion)
+    batch = recall_candidates(
+        memory, query, resolved_kinds, as_of_iso, min(HARD_TOP_K_CAP, k * RECALL_OVERSAMPLE), resolved, fusion
+    )
+    chosen: dict[str, tuple[Candidate, bool]] = {c.note.id: (c, False) for c in batch[:k]}
+    by_id = {c.note.id: c for c in batch}
+    expansions = 0
+    for cand, _ in list(chosen.values()):
+        for link in cand.note.links:
+            if expansions >= k:
+                break
+            target = by_id.get(link.id)
+            if target is None or link.id in chosen:
+                continue
+            chosen[link.id] = (target, True)
+            expansions += 1
+    hits: list[RecallHit] = []
+    explain: list[ExplainRow] = []
+    used = 0
+    for cand, linked in chosen.values():
+        content = memory.redact(cand.note.content)
+        tokens = estimate_tokens(content)
+        if hits and budget is not None and used + tokens > budget:
+            break
+        used += tokens
+        data = cand.note.model_dump()
+        data.update(content=content, token_count=tokens, score=cand.score)
+        if cand.note.context is not None:
+            data["context"] = memory.redact(cand.note.context)
+        if resolved is not None:
+            data.update(similarity=cand.similarity, recency=cand.recency)
+        hits.append(RecallHit.model_validate(data))
+        explain.append(
+            ExplainRow(
+                id=cand.note.id,
+                score=cand.score,
+                similarity=cand.similarity if resolved is not None else None,
+                recency=cand.recency,
+                importance=cand.importance,
+                cosine=cand.cosine,
+                link=linked,
+                valid=True,
+            )
+        )
+    return RecallResult(hits=hits, explain=explain)

@@ -1,0 +1,186 @@
+"""SSH public keys as principals, kept beside the API keys (table ``afi_ssh_keys`` in the store's file).
+
+A key is either its own principal (``ssh_<hex>``, with a space and scopes) or attached to an API
+key (``principal=key_…``): then it acts as that key, with its space and scopes, and stops working
+when that key is revoked. Only public keys and their SHA256 fingerprints are stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from afi.errors import InvalidPath
+from afi.provider import Caller
+from afi.sshkeys import fingerprint, parse_key_line
+
+from .errors import MemoryValidationError
+from .keys import KeyStore, _now
+
+__all__ = ["SshKeyRecord", "SshKeyStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS afi_ssh_keys (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    fingerprint TEXT NOT NULL UNIQUE,
+    public_key TEXT NOT NULL,
+    space TEXT,
+    scopes TEXT,
+    api_key TEXT,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)
+"""
+
+
+@dataclass(frozen=True)
+class SshKeyRecord:
+    """One SSH key as listed: its fingerprint and who it acts as."""
+
+    id: str
+    fingerprint: str
+    space: str
+    scopes: tuple[str, ...]
+    principal: str
+    name: str | None
+    created_at: str
+    revoked_at: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class SshKeyStore:
+    """Given the store's SQLite file, add, verify, list and revoke SSH public keys."""
+
+    def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+        self.db = str(db)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._api = KeyStore(db, busy_timeout_ms=busy_timeout_ms)
+        with self._conn() as conn:
+            conn.execute(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.db, timeout=self._busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            self._local.conn = conn
+        return conn
+
+    def add(
+        self,
+        public_key: str,
+        *,
+        space: str = "default",
+        scopes: tuple[str, ...] | list[str] = ("afi:read",),
+        name: str | None = None,
+        api_key: str | None = None,
+    ) -> SshKeyRecord:
+        """Given an OpenSSH public-key line, store it as a principal; return its record.
+
+        Args:
+            api_key: attach to this API key id instead: the key then acts as that principal.
+
+        Raises:
+            MemoryValidationError: not a key line, a key already added, an unknown or revoked
+                API key, or (as :meth:`KeyStore.create` checks) bad scopes or space.
+        """
+        try:
+            key = parse_key_line(public_key)
+        except InvalidPath as err:
+            raise MemoryValidationError(err.message) from None
+        if api_key is not None:
+            owner = next((r for r in self._api.list() if r.id == api_key and r.active), None)
+            if owner is None:
+                raise MemoryValidationError(f"no active API key has the id {api_key!r} (see afi token list)")
+            space, scopes = owner.space, owner.scopes
+        else:
+            _validate(space, tuple(scopes))
+        found = self._conn().execute("SELECT id FROM afi_ssh_keys WHERE fingerprint = ?", (key.fingerprint,)).fetchone()
+        if found is not None:
+            raise MemoryValidationError(f"this key ({key.fingerprint}) was already added as {found[0]}")
+        record_id = "ssh_" + secrets.token_hex(6)
+        created = _now()
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO afi_ssh_keys (id, name, fingerprint, public_key, space, scopes, api_key, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record_id,
+                    name or key.comment or None,
+                    key.fingerprint,
+                    key.openssh(),
+                    None if api_key else space,
+                    None if api_key else " ".join(dict.fromkeys(scopes)),
+                    api_key,
+                    created,
+                ),
+            )
+        return next(r for r in self.list() if r.id == record_id)
+
+    def verify(self, blob: bytes) -> Caller | None:
+        """Given a presented key's wire blob, return its caller, or ``None`` (unknown, revoked, orphaned)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT s.id, s.space, s.scopes, s.api_key, k.space, k.scopes FROM afi_ssh_keys s"
+                " LEFT JOIN afi_keys k ON k.id = s.api_key AND k.revoked_at IS NULL"
+                " WHERE s.fingerprint = ? AND s.revoked_at IS NULL",
+                (fingerprint(blob),),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        if row[3] is not None:
+            if row[4] is None:
+                return None  # the API key it acts as was revoked
+            return Caller(principal=row[3], space=row[4], scopes=frozenset(row[5].split()))
+        return Caller(principal=row[0], space=row[1], scopes=frozenset(row[2].split()))
+
+    def list(self) -> list[SshKeyRecord]:
+        """Return every SSH key, revoked ones included, oldest first."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT s.id, s.fingerprint, COALESCE(s.space, k.space, ''), COALESCE(s.scopes, k.scopes, ''),"
+                " COALESCE(s.api_key, s.id), s.name, s.created_at, s.revoked_at"
+                " FROM afi_ssh_keys s LEFT JOIN afi_keys k ON k.id = s.api_key ORDER BY s.rowid"
+            )
+            .fetchall()
+        )
+        return [SshKeyRecord(r[0], r[1], r[2], tuple(r[3].split()), r[4], r[5], r[6], r[7]) for r in rows]
+
+    def revoke(self, key_id: str) -> bool:
+        """Given an SSH key id, revoke it; return False when no active key has that id."""
+        with self._conn() as conn:
+            cur = conn.execute(
+                "UPDATE afi_ssh_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_now(), key_id)
+            )
+        return cur.rowcount == 1
+
+    def count(self) -> int:
+        """Return how many SSH keys were ever added (revoked ones count)."""
+        return int(self._conn().execute("SELECT count(*) FROM afi_ssh_keys").fetchone()[0])
+
+
+def _validate(space: str, scopes: tuple[str, ...]) -> None:
+    from afi.provider import SCOPES
+
+    from .keys import _SPACE
+
+    if not scopes:
+        raise MemoryValidationError(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown:
+        raise MemoryValidationError(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
+    if not _SPACE.match(space):
+        raise MemoryValidationError(f"bad space name {space!r}")

@@ -1,0 +1,392 @@
+"""The vector side of recall: a scope's embeddings as one cached numpy matrix, with per-row masks.
+
+Loaded once per process and scope, then kept fresh from ``note_changes``: a recall reads the
+scope's latest change seq and applies only the rows changed since (its own writes and any other
+process's), so the matrix is never rebuilt per query. Kind, validity, consent and lineage are
+boolean masks over the rows, applied before ranking.
+
+Sparse rows (the hash embedder's bags of tokens) are also kept as per-dimension postings, so a
+query touches only its own dimensions; rows added since the postings were built form a contiguous
+tail that is scored with one matvec. ``above`` answers the write path's question (which rows are
+at least this similar?) exactly while reading only the postings of the query's rarest dimensions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .store import Store
+from .types import NOTE_KINDS, Scope
+
+__all__ = ["VectorIndex", "iso_to_epoch"]
+
+_KIND_CODE = {kind: code for code, kind in enumerate(NOTE_KINDS)}
+_FULL_RELOAD_AT = 5_000
+# a bound computed in float64 from float32 rows may be off by a few ulps; rows this close to the
+# threshold are kept and scored exactly
+_BOUND_SLACK = 1e-4
+# past this many rows left to score one by one, scoring every row through the postings is cheaper
+_MAX_PRUNED = 512
+# new rows are scored densely until this many, then folded into the postings
+_TAIL_MERGE_AT = 256
+
+# ``Store.index_rows`` columns
+_ROWID, _ID, _KIND, _VALID_FROM, _VALID_TO, _CONSENT, _SOURCES, _STATUS, _BLOB = range(9)
+
+
+def iso_to_epoch(value: str | None, default: float) -> float:
+    """Given an ISO timestamp (or None), return epoch seconds (or the default)."""
+    if value is None:
+        return default
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def consent_state(raw: str | None) -> int:
+    """Given a stored consent JSON, return 0 (none), 1 (granted and visible) or 2 (hidden)."""
+    if raw is None:
+        return 0
+    consent = json.loads(raw)
+    if not isinstance(consent, dict) or consent.get("visible") is False or consent.get("revoked_at"):
+        return 2
+    return 1
+
+
+def _dots(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Given a few rows, return their dot products with the query, on this thread: a BLAS matvec
+    may hand small blocks to its thread pool, which costs milliseconds on a busy machine."""
+    out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
+    return out
+
+
+def _sources(raw: str | None) -> list[str]:
+    return json.loads(raw) if raw and raw != "[]" else []
+
+
+class VectorIndex:
+    """One scope's note embeddings plus the row metadata recall filters on."""
+
+    def __init__(self, store: Store, scope: Scope, dims: int) -> None:
+        self.store = store
+        self.scope = scope
+        self.dims = dims
+        self.lock = threading.Lock()
+        self.seq = -1
+        self._lineage: dict[str, str] | None = None
+        self._tainted: set[int] = set()
+        self._stale = False
+        self._reset(0)
+        store.on_transaction_end(self._transaction_ended)
+
+    def _reset(self, capacity: int) -> None:
+        capacity = max(capacity, 64)
+        self.matrix = np.zeros((capacity, self.dims), dtype=np.float32)
+        self.kind = np.full(capacity, -1, dtype=np.int8)
+        self.valid_from = np.zeros(capacity, dtype=np.float64)
+        self.valid_to = np.zeros(capacity, dtype=np.float64)
+        self.consent = np.zeros(capacity, dtype=np.int8)
+        self.blocked = np.zeros(capacity, dtype=bool)
+        self.live = np.zeros(capacity, dtype=bool)
+        self.rowids = np.zeros(capacity, dtype=np.int64)
+        self.slot_of: dict[str, int] = {}
+        self.slot_of_rowid: dict[int, int] = {}
+        self.sources: dict[int, list[str]] = {}
+        self.size = 0
+        self._sparse: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]] | None = None
+        self._dirty: set[int] = set()  # slots changed since the postings were built (the tail included)
+        self._moved: set[int] = set()  # the dirty slots below ``_built``: their postings are stale
+        self._built = 0  # slots below this are in the postings
+        self._max_norm2 = 0.0  # the largest squared row norm seen (never lowered: a bound stays a bound)
+        self._dense = False
+
+    def _grow(self) -> None:
+        capacity = self.matrix.shape[0] * 2
+        for name in ("matrix", "kind", "valid_from", "valid_to", "consent", "blocked", "live", "rowids"):
+            old = getattr(self, name)
+            new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def _put(self, row: Sequence[Any], revoked: dict[str, str]) -> None:
+        note_id = row[_ID]
+        slot = self.slot_of.get(note_id)
+        if slot is None:
+            if self.size == self.matrix.shape[0]:
+                self._grow()
+            slot = self.size
+            self.size += 1
+            self.slot_of[note_id] = slot
+        else:
+            self.slot_of_rowid.pop(int(self.rowids[slot]), None)
+        self.rowids[slot] = row[_ROWID]
+        self._dirty.add(slot)
+        self.slot_of_rowid[int(row[_ROWID])] = slot
+        blob = row[_BLOB]
+        vector = np.frombuffer(blob, dtype=np.float32) if blob else np.zeros(self.dims, dtype=np.float32)
+        if slot < self._built and not np.array_equal(self.matrix[slot], vector):
+            self._moved.add(slot)  # its postings now describe an older embedding
+        self.matrix[slot] = vector
+        self._max_norm2 = max(self._max_norm2, float(self.matrix[slot] @ self.matrix[slot]))
+        self.kind[slot] = _KIND_CODE.get(row[_KIND], -1)
+        self.valid_from[slot] = iso_to_epoch(row[_VALID_FROM], -math.inf)
+        self.valid_to[slot] = iso_to_epoch(row[_VALID_TO], math.inf)
+        self.consent[slot] = consent_state(row[_CONSENT])
+        sources = _sources(row[_SOURCES])
+        if sources:
+            self.sources[slot] = sources
+        else:
+            self.sources.pop(slot, None)
+        self.blocked[slot] = any(source in revoked for source in sources)
+        self.live[slot] = row[_STATUS] == "active" and bool(blob)
+
+    def _load(self, rows: list[tuple[Any, ...]], revoked: dict[str, str]) -> None:
+        """Replace the whole index with these rows, column by column (a per-row put costs 10x)."""
+        n = len(rows)
+        self._reset(int(n * 1.25))
+        if n == 0:
+            return
+        cols = list(zip(*rows, strict=True))
+        width = self.dims * 4
+        blobs = [b if b and len(b) == width else bytes(width) for b in cols[_BLOB]]
+        self.matrix[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dims)
+        self._max_norm2 = float(np.einsum("ij,ij->i", self.matrix[:n], self.matrix[:n]).max())
+        self.rowids[:n] = cols[_ROWID]
+        self.kind[:n] = [_KIND_CODE.get(k, -1) for k in cols[_KIND]]
+        self.valid_from[:n] = [-math.inf if v is None else iso_to_epoch(v, 0.0) for v in cols[_VALID_FROM]]
+        self.valid_to[:n] = [math.inf if v is None else iso_to_epoch(v, 0.0) for v in cols[_VALID_TO]]
+        self.consent[:n] = [0 if c is None else consent_state(c) for c in cols[_CONSENT]]
+        self.live[:n] = [s == "active" and bool(b) for s, b in zip(cols[_STATUS], cols[_BLOB], strict=True)]
+        for slot, raw in enumerate(cols[_SOURCES]):
+            sources = _sources(raw)
+            if sources:
+                self.sources[slot] = sources
+                self.blocked[slot] = any(source in revoked for source in sources)
+        self.slot_of = dict(zip(cols[_ID], range(n), strict=True))
+        self.slot_of_rowid = dict(zip(cols[_ROWID], range(n), strict=True))
+        self.size = n
+
+    def _drop(self, note_id: str) -> None:
+        slot = self.slot_of.get(note_id)
+        if slot is not None:
+            self.live[slot] = False
+
+    def _transaction_ended(self, tx: int, committed: bool) -> None:
+        if tx in self._tainted:
+            self._tainted.discard(tx)
+            if not committed:  # the index holds rows that never were: rebuild it
+                self._stale = True
+
+    def refresh(self) -> None:
+        """Bring the matrix up to the scope's latest change (call with ``lock`` held)."""
+        tx = self.store.uncommitted_tx()
+        if tx is not None:  # reading another write's uncommitted rows: forget them if it rolls back
+            self._tainted.add(tx)
+        if self._stale:
+            self._stale = False
+            self.seq = -1
+        latest = self.store.change_seq(self.scope)
+        revoked = self.store.revoked_sources(self.scope)
+        if revoked != self._lineage:
+            self._lineage = revoked
+            for slot, sources in self.sources.items():
+                self.blocked[slot] = any(source in revoked for source in sources)
+        if latest == self.seq:
+            return
+        changes = self.store.changes_since(self.scope, self.seq) if self.seq >= 0 else []
+        if self.seq < 0 or len(changes) > _FULL_RELOAD_AT:
+            self._load(self.store.index_rows(self.scope, "1"), revoked)
+            self._build_postings()
+        else:
+            ids = list(dict.fromkeys(note_id for _, note_id, _ in changes))
+            found: set[str] = set()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                for row in self.store.index_rows(self.scope, f"id IN ({', '.join('?' * len(chunk))})", chunk):
+                    found.add(row[_ID])
+                    self._put(row, revoked)
+            for note_id in ids:
+                if note_id not in found:
+                    self._drop(note_id)
+        self.seq = latest
+
+    def mask(self, kinds: Sequence[str], as_of: float, require_consent: bool) -> npt.NDArray[np.bool_]:
+        """Return which rows may be recalled: live, of those kinds, valid at ``as_of``, visible, unblocked."""
+        return self._allowed(slice(0, self.size), kinds, as_of, require_consent)
+
+    def _allowed(self, at: Any, kinds: Sequence[str], as_of: float, require_consent: bool) -> npt.NDArray[np.bool_]:
+        codes = [_KIND_CODE[kind] for kind in kinds]
+        mask = self.live[at] & np.isin(self.kind[at], codes) & ~self.blocked[at]
+        mask &= (self.valid_from[at] <= as_of) & (self.valid_to[at] > as_of)
+        mask &= (self.consent[at] == 1) if require_consent else (self.consent[at] != 2)
+        out: npt.NDArray[np.bool_] = mask
+        return out
+
+    def _postings_stale(self) -> bool:
+        """Rebuild the postings when there are none or too many rows' postings are stale; fold a
+        long tail of new rows into them (cheaper than a rebuild, and it keeps the tail short)."""
+        if self._dense:
+            return False
+        if self._sparse is None or len(self._moved) > max(1024, self.size // 32):
+            return True
+        if self.size - self._built >= _TAIL_MERGE_AT:
+            self._merge_tail()
+        return False
+
+    def _merge_tail(self) -> None:
+        assert self._sparse is not None
+        indptr, rows, vals = self._sparse
+        n = self.size
+        tail_rows, tail_cols = np.nonzero(self.matrix[self._built : n])
+        order = np.argsort(tail_cols, kind="stable")
+        tail_rows, tail_cols = tail_rows[order] + self._built, tail_cols[order]
+        at = indptr[tail_cols + 1]  # each new entry goes at the end of its dimension's run
+        added = np.bincount(tail_cols, minlength=self.dims)
+        self._sparse = (
+            indptr + np.concatenate([[0], np.cumsum(added)]),
+            np.insert(rows, at, tail_rows.astype(np.int32)),
+            np.insert(vals, at, self.matrix[tail_rows, tail_cols]),
+        )
+        self._dirty = set(self._moved)
+        self._built = n
+
+    def _scores(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Cosine of the query to every row. Sparse rows are scored through per-dimension postings,
+        touching only the query's dimensions; rows changed since the postings were built are scored
+        densely on top (the tail of new rows as one contiguous matvec)."""
+        n = self.size
+        if self._postings_stale():
+            self._build_postings()
+        if self._sparse is None:
+            return self.matrix[:n] @ query
+        indptr, rows, vals = self._sparse
+        dims = np.flatnonzero(query)
+        if len(dims) > self.dims // 4:
+            return self.matrix[:n] @ query
+        spans = [(int(indptr[d]), int(indptr[d + 1])) for d in dims]
+        take = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, dtype=np.int64)
+        weights = vals[take] * np.repeat(query[dims], [b - a for a, b in spans])
+        sims = np.bincount(rows[take], weights=weights, minlength=n)[:n].astype(np.float32)
+        self._score_dirty(query, sims)
+        return sims
+
+    def _score_dirty(self, query: npt.NDArray[np.float32], sims: npt.NDArray[np.float32]) -> None:
+        """Overwrite ``sims`` of the rows the postings do not describe with their exact cosine."""
+        n = self.size
+        if self._built < n:
+            sims[self._built : n] = _dots(self.matrix[self._built : n], query)
+        if self._moved:
+            fresh = np.fromiter(self._moved, dtype=np.int64, count=len(self._moved))
+            sims[fresh] = _dots(self.matrix[fresh], query)
+
+    def _build_postings(self) -> None:
+        n = self.size
+        self._dirty.clear()
+        self._moved.clear()
+        self._built = n
+        if n == 0:
+            self._sparse = None
+            return
+        rows, cols = np.nonzero(self.matrix[:n])
+        if len(rows) > n * self.dims // 8:  # dense embedder: one matvec beats postings
+            self._sparse = None
+            self._dense = True
+            return
+        order = np.argsort(cols, kind="stable")
+        indptr = np.zeros(self.dims + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum(np.bincount(cols, minlength=self.dims))
+        self._sparse = (indptr, rows[order].astype(np.int32), self.matrix[rows[order], cols[order]])
+
+    def top(self, query: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
+        """Return up to ``limit`` ``(rowid, cosine)`` of the masked rows, most similar first."""
+        n = self.size
+        if n == 0 or limit <= 0:
+            return []
+        sims = np.where(mask, self._scores(query), -np.inf)
+        k = min(limit, n)
+        idx = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
+        idx = idx[np.argsort(-sims[idx], kind="stable")]
+        return [(int(self.rowids[i]), float(sims[i])) for i in idx if sims[i] > -np.inf]
+
+    def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
+              require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip
+        """Return ``(rowid, cosine)`` of the (up to ``limit``) recallable rows, as ``mask`` decides,
+        whose cosine is at least ``threshold``, most similar first; the cosine is the plain dot product.
+
+        Exact, yet it scores only the rows that share enough of the query's dimensions to reach the
+        threshold (see ``_pruned``), the rows added or changed since the postings were built, and, when
+        that prunes too little, every row through the postings.
+        """
+        n = self.size
+        if n == 0:
+            return []
+        if self._postings_stale():
+            self._build_postings()
+        floor = threshold - _BOUND_SLACK
+        pruned = self._pruned(query, floor) if self._sparse is not None else None
+        if pruned is None:  # dense rows, or a threshold too low to prune: score every row
+            sims = self._scores(query)
+            picked = np.flatnonzero(self.mask(kinds, as_of, require_consent) & (sims >= floor))
+        else:
+            parts = [pruned]
+            if self._built < n:
+                tail = _dots(self.matrix[self._built : n], query)
+                parts.append(self._built + np.flatnonzero(tail >= floor))
+            if self._moved:
+                moved = np.fromiter(self._moved, dtype=np.int64, count=len(self._moved))
+                parts.append(moved[_dots(self.matrix[moved], query) >= floor])
+            picked = np.unique(np.concatenate(parts))
+            picked = picked[self._allowed(picked, kinds, as_of, require_consent)]
+            picked = picked[_dots(self.matrix[picked], query) >= floor]
+        if len(picked) > limit:
+            picked = picked[np.argsort(-_dots(self.matrix[picked], query), kind="stable")[:limit]]
+        # the reported cosine is a 1-D dot, exactly as a row's stored embedding scores on its own
+        found = [(int(self.rowids[slot]), float(self.matrix[slot] @ query)) for slot in picked]
+        found = [(rowid, cosine) for rowid, cosine in found if cosine >= threshold]
+        found.sort(key=lambda item: -item[1])
+        return found
+
+    def _pruned(self, query: npt.NDArray[np.float32], floor: float) -> npt.NDArray[np.int64] | None:
+        """Return the built slots that share enough of the query's dimensions to reach ``floor``
+        (None when that prunes too little and every row is better scored).
+
+        By Cauchy-Schwarz a row's cosine is at most ``sqrt(m) * |r|``, where m is the query's squared
+        mass on the dimensions the row also has; so a row needs m >= floor^2 / max|r|^2, hence at least
+        as many shared dimensions as the query's heaviest ones take to reach that mass. Counting shared
+        dimensions is one unweighted bincount over the query's postings.
+        """
+        assert self._sparse is not None
+        indptr, rows, _ = self._sparse
+        dims = np.flatnonzero(query)
+        if floor <= 0 or len(dims) == 0 or len(dims) > self.dims // 4:
+            return None
+        mass = np.sort(query[dims].astype(np.float64) ** 2)[::-1]
+        need = floor * floor / max(self._max_norm2, 1e-12)
+        shared = int(np.searchsorted(np.cumsum(mass), need * (1 - 1e-9))) + 1
+        if shared > len(dims):
+            return np.zeros(0, dtype=np.int64)
+        if shared < 2:
+            return None
+        hits = np.concatenate([rows[indptr[d] : indptr[d + 1]] for d in dims])
+        picked = np.flatnonzero(np.bincount(hits, minlength=self._built) >= shared)
+        return None if len(picked) > _MAX_PRUNED else picked
+
+    def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
+        """Return the cosine of the query to each known rowid."""
+        out: dict[int, float] = {}
+        for rowid in rowids:
+            slot = self.slot_of_rowid.get(rowid)
+            if slot is not None:
+                out[rowid] = float(self.matrix[slot] @ query)
+        return out
+
+    def allowed(self, rowid: int, mask: npt.NDArray[np.bool_]) -> bool:
+        """Return whether a rowid passes the mask (unknown rows do not)."""
+        slot = self.slot_of_rowid.get(rowid)
+        return slot is not None and bool(mask[slot])

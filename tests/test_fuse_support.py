@@ -1,0 +1,91 @@
+"""Helpers for the FUSE tests: a real ``afi mount`` in a subprocess, always unmounted afterwards."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+MOUNTED = "afi: mounted "
+AFI = [sys.executable, "-c", "from afi.cli import main; main()"]
+
+needs_fuse = pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse in this sandbox")
+
+
+@dataclass
+class Mount:
+    """A running ``afi mount``: where it is, and its process."""
+
+    path: Path
+    process: subprocess.Popen[str]
+    announced: str
+
+
+def unmount(path: Path) -> None:
+    """Take a FUSE mount down, lazily if it is busy; quiet when nothing is mounted."""
+    for args in (["fusermount3", "-u", str(path)], ["fusermount3", "-u", "-z", str(path)]):
+        if not os.path.ismount(path):
+            return
+        subprocess.run(args, capture_output=True, timeout=20)
+
+
+def _pump(stream: object, lines: queue.Queue[str]) -> None:
+    for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
+        lines.put(line)
+
+
+@contextmanager
+def afi_mount(mountpoint: Path, db: Path, root: Path, *args: str, timeout: float = 60.0) -> Iterator[Mount]:
+    """Run ``afi mount --foreground`` over ``db``/``root``; yield once mounted; always unmount."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root), "--foreground", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    errors: queue.Queue[str] = queue.Queue()
+    pumps = [
+        threading.Thread(target=_pump, args=(s, q), daemon=True)
+        for s, q in ((proc.stdout, lines), (proc.stderr, errors))
+    ]
+    for pump in pumps:
+        pump.start()
+    try:
+        deadline = time.monotonic() + timeout
+        announced = ""
+        while not announced:
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                if proc.poll() is not None:
+                    time.sleep(0.2)
+                    said = "".join(errors.get_nowait() for _ in range(errors.qsize()))
+                    raise RuntimeError(f"afi mount exited with {proc.returncode}: {said}") from None
+                if time.monotonic() > deadline:
+                    raise RuntimeError("afi mount did not announce itself") from None
+                continue
+            if line.startswith(MOUNTED):
+                announced = line
+        yield Mount(mountpoint, proc, announced)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        unmount(mountpoint)
+        for pump in pumps:
+            pump.join(5)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

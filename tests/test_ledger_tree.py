@@ -1,0 +1,112 @@
+"""The ledger in the tree: /sessions and /episodes (read-only), grep over them, x-conversation, writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from afi.errors import Forbidden, InvalidPath, NotFound
+from afi.model import ConversationQuery, RegexQuery, SearchRequest, SemanticQuery
+from afi.provider import Caller
+from afi.providers.memory.provider import MemoryProvider
+
+OWNER = Caller(principal="local", space="default")
+READER = Caller(principal="r", space="default", scopes=frozenset({"afi:read"}))
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
+    p = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    p.ledger_write(OWNER, "append", "s1", {"messages": [
+        {"role": "user", "text": "We roll out with a canary", "entry_id": "m1", "timestamp": "2026-01-01T00:00:00Z"},
+        {"role": "assistant", "text": "Canary first, then\nthe fleet", "entry_id": "m2",
+         "timestamp": "2026-01-01T00:01:00Z"},
+    ]})  # fmt: skip
+    yield p
+
+
+def _obs(provider: MemoryProvider) -> str:
+    result = provider.ledger_write(
+        OWNER, "observe", "s1", {"text": "Team deploys via canary", "source_entry_ids": ["m1"]}
+    )
+    return str(result["observation"]["id"])
+
+
+def test_sessions_and_episodes_are_listed_and_readable(provider: MemoryProvider) -> None:
+    obs_id = _obs(provider)
+    assert [e.path for e in provider.list(OWNER, "/sessions").entries] == ["/sessions/s1.md"]
+    assert [e.path for e in provider.list(OWNER, "/episodes").entries] == [f"/episodes/{obs_id}.md"]
+    text = provider.read(OWNER, "/sessions/s1.md").data.decode()
+    lines = text.splitlines()
+    assert lines[2] == "[m1] (2026-01-01T00:00:00.000Z) user: We roll out with a canary"
+    assert lines[4].startswith(f"> observation {obs_id}")
+    entry = provider.stat(OWNER, "/sessions/s1.md")
+    assert entry.size == len(text.encode()) and entry.attributes["permissions"] == "r"
+    episode = provider.read(OWNER, f"/episodes/{obs_id}.md").data.decode()
+    assert "kind: episode" in episode and episode.rstrip().endswith("Team deploys via canary")
+    with pytest.raises(NotFound):
+        provider.read(OWNER, "/sessions/nope.md")
+    with pytest.raises(NotFound):
+        provider.stat(OWNER, "/episodes/ffffffffffff.md")
+
+
+@pytest.mark.parametrize("path", ["/sessions/s1.md", "/sessions/new.md", "/episodes/aaaaaaaaaaaa.md"])
+def test_ledger_views_are_read_only(provider: MemoryProvider, path: str) -> None:
+    before = provider.read(OWNER, "/sessions/s1.md").data
+    with pytest.raises(Forbidden):
+        provider.write(OWNER, path, b"rewritten")
+    with pytest.raises(Forbidden):
+        provider.delete(OWNER, path)
+    assert provider.read(OWNER, "/sessions/s1.md").data == before
+
+
+def test_grep_finds_what_was_said(provider: MemoryProvider) -> None:
+    obs_id = _obs(provider)
+    found = provider.search(OWNER, SearchRequest(query="canary", path="/"))
+    paths = {(m.path, m.line) for m in found.matches}
+    # exact search is case-sensitive: "Canary" on line 4 is not "canary"; line 5 is the observation
+    assert {line for path, line in paths if path == "/sessions/s1.md"} == {3, 5}
+    assert any(p == f"/episodes/{obs_id}.md" for p, _ in paths)
+    regex = provider.search(OWNER, SearchRequest(query=RegexQuery(regex="then the fleet"), path="/sessions"))
+    assert [(m.path, m.line) for m in regex.matches] == [("/sessions/s1.md", 4)]
+
+
+def test_x_conversation_search(provider: MemoryProvider) -> None:
+    query = ConversationQuery(conversation="canary fleet", session="s1", page_limit=2)
+    page = provider.search(READER, SearchRequest(query=query, limit=5))
+    assert [(m.x_id, m.score, m.line) for m in page.matches] == [("m2", 1.0, 4), ("m1", 0.5, 3)]
+    explain = page.matches[0].x_explain or {}
+    assert [e["id"] for e in explain["page"]["entries"]] == ["m1", "m2"] and explain["scanned"] == 2
+    wire = SearchRequest.model_validate({"query": {"conversation": "canary", "session": "s1"}})
+    assert isinstance(wire.query, ConversationQuery)
+    with pytest.raises(NotFound):
+        provider.search(OWNER, SearchRequest(query=ConversationQuery(conversation="x y", session="zz")))
+    with pytest.raises(InvalidPath, match="limit"):
+        provider.search(OWNER, SearchRequest(query=ConversationQuery(conversation="canary", session="s1",
+                                                                     page_limit=101)))  # fmt: skip
+
+
+def test_semantic_search_returns_episodes_when_asked(provider: MemoryProvider) -> None:
+    obs_id = _obs(provider)
+    plain = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary")))
+    assert all(not m.path.startswith("/episodes/") for m in plain.matches)
+    asked = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary"), path="/episodes"))
+    assert [m.path for m in asked.matches] == [f"/episodes/{obs_id}.md"] and (asked.matches[0].score or 0) > 0
+    kinds = SearchRequest.model_validate({"query": {"semantic": "deploys via canary"}, "x-kinds": ["fact", "episode"]})
+    assert f"/episodes/{obs_id}.md" in [m.path for m in provider.search(OWNER, kinds).matches]
+
+
+def test_ledger_writes_need_write_scope_and_are_audited(provider: MemoryProvider) -> None:
+    before = provider.read(OWNER, "/sessions/s1.md").data
+    with pytest.raises(Forbidden):
+        provider.ledger_write(READER, "append", "s1", {"messages": [{"role": "user", "text": "x", "entry_id": "m9"}]})
+    with pytest.raises(Exception, match="unknown ledger operation"):
+        provider.ledger_write(OWNER, "rewrite", "s1", {})
+    with pytest.raises(Exception, match="unknown field"):
+        provider.ledger_write(OWNER, "observe", "s1", {"text": "x", "colour": "red"})
+    assert provider.read(OWNER, "/sessions/s1.md").data == before
+    verbs = [(row["verb"], row["result"]) for row in provider.audit_log(limit=3)]
+    assert verbs == [("ledger.observe", "invalid_path"), ("ledger.rewrite", "invalid_path"),
+                     ("ledger.append", "forbidden")]  # fmt: skip
