@@ -342,3 +342,24 @@ def test_manifest_follows_keys_created_while_serving(provider: MemoryProvider) -
     assert provider.manifest().auth["required"] is False
     KeyStore(provider.db).create(space="default", scopes=("afi:read",))
     assert provider.manifest().auth["required"] is True
+
+
+def test_grep_sees_writes_made_between_searches_and_pages(provider: MemoryProvider) -> None:
+    provider.write(OWNER, "/facts/a.md", b"zebra one")
+    assert [m.path for m in provider.search(OWNER, SearchRequest(query="zebra", path="/facts")).matches] == [
+        "/facts/a.md"
+    ]
+    provider.write(OWNER, "/facts/b.md", b"zebra two")
+    provider.write(OWNER, "/files/z.txt", b"zebra three")
+    first = provider.search(OWNER, SearchRequest(query="zebra", limit=1))
+    assert [m.path for m in first.matches] == ["/facts/a.md"]
+    provider.delete(OWNER, "/facts/b.md")
+    provider.write(OWNER, "/facts/c.md", b"zebra four")
+    rest: list[str] = []
+    cursor = first.next_cursor
+    while cursor:
+        page = provider.search(OWNER, SearchRequest(query="zebra", limit=1, cursor=cursor))
+        rest += [m.path for m in page.matches]
+        cursor = page.next_cursor
+    assert "/facts/b.md" not in rest and "/facts/c.md" in rest and "/files/z.txt" in rest
+    assert rest == sorted(rest)

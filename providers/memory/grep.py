@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from afi.errors import InvalidPath
 from afi.model import MatchContext
 
-__all__ = ["TEXT_LIMIT", "LineHit", "compile_regex", "find_lines", "required_literals", "substring_finder"]
+__all__ = ["TEXT_LIMIT", "Finder", "LineHit", "compile_regex", "find_lines", "required_literals", "substring_finder"]
 
 TEXT_LIMIT = 256
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0}

@@ -69,7 +69,8 @@ class MiniLMEmbedder:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                disable_progress_bar: Any = hf_logging.disable_progress_bar  # typed or not, per install
+                disable_progress_bar()
                 self._model = SentenceTransformer(str(get_model_path()), device=self.device)
             return self._model
 

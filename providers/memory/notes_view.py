@@ -109,24 +109,38 @@ class NotesView:
         sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
         return int(self._db.get().execute(sql, {**self._scope, "kind": kind, "now": now_iso()}).fetchone()[0])
 
-    def grep_candidates(self, literals: list[str]) -> Iterator[tuple[str, str, str | None, bool, str]]:
-        """Yield (id, kind, name, valid_now, rendered) of active notes whose rendering may match.
+    def grep_candidates(self, literals: list[str]) -> Iterator[tuple[int, str, str, str | None, bool]]:
+        """Yield (rowid, id, kind, name, valid_now) of active notes whose rendering may match.
 
-        With literals (each of three characters or more) the trigram index narrows the rows; with
-        none, every active note of the scope is a candidate.
+        With literals (each of three characters or more) the trigram index drives the query (a CROSS
+        JOIN keeps SQLite from walking the notes and probing the index once per row); with none,
+        every active note of the scope is a candidate. Texts are loaded separately, page by page.
         """
         now = now_iso()
         valid = "(valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
         if literals:
             expr = " AND ".join('"' + lit.replace('"', '""') + '"' for lit in literals)
             sql = (
-                f"SELECT n.id, n.kind, n.name, {valid}, n.rendered FROM notes_trigram t "
-                "JOIN notes n ON n.rowid = t.rowid "
+                f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
+                "CROSS JOIN notes n ON n.rowid = t.rowid "
                 f"WHERE notes_trigram MATCH :expr AND {self._where} AND status = 'active'"
             )
             args = {**self._scope, "expr": expr, "now": now}
         else:
-            sql = f"SELECT id, kind, name, {valid}, rendered FROM notes WHERE {self._where} AND status = 'active'"
+            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {self._where} AND status = 'active'"
             args = {**self._scope, "now": now}
-        for id_, kind, name, is_valid, rendered in self._db.get().execute(sql, args):
-            yield str(id_), str(kind), name, bool(is_valid), str(rendered)
+        for rowid, id_, kind, name, is_valid in self._db.get().execute(sql, args):
+            yield int(rowid), str(id_), str(kind), name, bool(is_valid)
+
+    def rendered_by_rowid(self, rowids: list[int]) -> dict[int, str]:
+        """The renderings of the given rows (rows deleted since are simply absent)."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._db.get().execute(f"SELECT rowid, rendered FROM notes WHERE rowid IN ({marks})", rowids)
+        return {int(rowid): str(rendered) for rowid, rendered in rows}
+
+    def change_token(self) -> int:
+        """The scope's latest change seq: grows with every note write, so cached candidates can be checked."""
+        sql = f"SELECT MAX(seq) FROM note_changes WHERE {self._where}"
+        return int(self._db.get().execute(sql, self._scope).fetchone()[0] or 0)

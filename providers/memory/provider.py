@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import builtins
 import fnmatch
+import heapq
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +53,7 @@ from .ledger import Ledger, apply_op
 from .memory import space_memory
 from .notes_view import NoteRow, NotesView, rendered_etag
 from .render import parse_note, render_note
-from .search import GrepSource, grep, hit_path, semantic_matches
+from .search import Candidate, GrepSource, grep, hit_path, semantic_matches
 from .sqlite import Connections
 from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
 from .types import MemoryNote
@@ -65,6 +67,7 @@ MAX_LIST = 1000
 MAX_RESULTS = 1000
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 EPOCH = "1970-01-01T00:00:00.000Z"
+GREP_CACHE_SIZE = 32
 # Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
 SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
 
@@ -114,6 +117,9 @@ class MemoryProvider:
         self._keys = keys if keys is not None else _default_keys(self.db)
         self._spaces: dict[str, _Space] = {}
         self._lock = threading.Lock()
+        self._grep_cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[tuple[int, int], list[Candidate]]] = (
+            OrderedDict()
+        )
         self._manifest_extra = dict(manifest_extra or {})
 
     # -- discovery & auth ------------------------------------------------------------------
@@ -273,23 +279,73 @@ class MemoryProvider:
             return self._semantic(space, request, scope, limit)
         if is_within(scope, "/files") or scope == "/":
             space.workspace.refresh()
-        return grep(GrepSource(lambda literals: self._documents(space, literals)), request, scope, limit)
+        source = GrepSource(
+            candidates=lambda lits: self._grep_candidates(caller.space, space, lits, scope),
+            load=lambda batch: self._load_texts(space, batch),
+        )
+        return grep(source, request, scope, limit)
 
-    def _documents(self, space: _Space, literals: builtins.list[str]) -> Iterator[tuple[str, Callable[[], str]]]:
-        for id_, kind, name, valid, rendered in space.notes.grep_candidates(literals):
-            text = _const(rendered)
-            yield f"/history/{id_}.md", text
-            if valid and name and kind in ("fact", "procedure"):
-                yield note_path(kind, name), text
+    def _grep_candidates(
+        self, name: str, space: _Space, literals: builtins.list[str], scope: str
+    ) -> builtins.list[Candidate]:
+        """Every document of the scope that may match, sorted by path.
+
+        The indexed part (notes and workspace files, possibly many) is cached per query and scope and
+        checked against the stores' change counters, so following a cursor costs one page of work; the
+        small unindexed part (working blocks, the manifest, the ledger's views) is listed afresh.
+        """
+        token = (space.notes.change_token(), space.workspace.change_token())
+        key = (name, tuple(literals), scope)
+        with self._lock:
+            cached = self._grep_cache.get(key)
+            if cached is not None and cached[0] == token:
+                self._grep_cache.move_to_end(key)
+        if cached is None or cached[0] != token:
+            cached = (token, self._indexed_candidates(space, literals, scope))
+            with self._lock:
+                self._grep_cache[key] = cached
+                while len(self._grep_cache) > GREP_CACHE_SIZE:
+                    self._grep_cache.popitem(last=False)
+        fresh = sorted(c for c in self._unindexed_candidates(space) if is_within(c[0], scope))
+        return list(heapq.merge(cached[1], fresh)) if fresh else cached[1]
+
+    def _indexed_candidates(self, space: _Space, literals: builtins.list[str], scope: str) -> builtins.list[Candidate]:
+        found: builtins.list[Candidate] = []
+        if any(_overlaps(scope, area) for area in ("/facts", "/procedures", "/history")):
+            for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals):
+                found.append((f"/history/{id_}.md", "note", rowid))
+                if valid and name and kind in ("fact", "procedure"):
+                    found.append((note_path(kind, name), "note", rowid))
+        if _overlaps(scope, "/files"):
+            found.extend(
+                (f"/files/{rel}", "file", rowid)
+                for rowid, rel in space.workspace.candidates(literals[0] if literals else None)
+            )
+        return sorted(c for c in found if is_within(c[0], scope))
+
+    def _unindexed_candidates(self, space: _Space) -> Iterator[Candidate]:
         for label, note in space.fabric.blocks().items():
-            yield f"/working/{label}.md", _const(render_note(note))
-        for rel, content in space.workspace.candidates(literals[0] if literals else None):
-            yield f"/files/{rel}", _const(content)
-        yield f"/.afi/{MANIFEST_NAME}", _const(self._manifest_bytes().decode())
+            yield f"/working/{label}.md", "text", render_note(note)
+        yield f"/.afi/{MANIFEST_NAME}", "text", self._manifest_bytes().decode()
         for obs in space.ledger.observations():
-            yield f"/episodes/{obs.id}.md", _const(render_note(episode_note(obs, space.fabric.memory.scope)))
+            yield f"/episodes/{obs.id}.md", "text", render_note(episode_note(obs, space.fabric.memory.scope))
         for sid in space.ledger.sessions():
-            yield f"/sessions/{sid}.md", lambda sid=sid: self._ledger_text(space, f"/sessions/{sid}.md")[1]  # type: ignore[misc]
+            yield f"/sessions/{sid}.md", "session", sid
+
+    def _load_texts(self, space: _Space, batch: builtins.list[Candidate]) -> builtins.list[str | None]:
+        notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
+        files = space.workspace.texts_by_rowid([key for _, source, key in batch if source == "file"])
+        texts: builtins.list[str | None] = []
+        for path, source, key in batch:
+            if source == "note":
+                texts.append(notes.get(key))
+            elif source == "file":
+                texts.append(files.get(key))
+            elif source == "session":
+                texts.append(self._ledger_text(space, path)[1])
+            else:
+                texts.append(str(key))
+        return texts
 
     def _semantic(self, space: _Space, request: SearchRequest, scope: str, limit: int) -> MatchPage:
         query = request.query
@@ -665,8 +721,9 @@ def _workspace_schema() -> str:
     return SCHEMA
 
 
-def _const(text: str) -> Callable[[], str]:
-    return lambda: text
+def _overlaps(scope: str, area: str) -> bool:
+    """True when a search scope and a folder share paths (one lies within the other)."""
+    return is_within(scope, area) or is_within(area, scope)
 
 
 def _check_limit(limit: int, cap: int) -> int:

@@ -7,63 +7,80 @@ fabric recall hits ordered by score, each with its ``x-explain`` row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from afi.errors import InvalidPath
 from afi.model import Match, MatchPage, RegexQuery, SearchRequest, SemanticQuery
 from afi.paths import is_within
 
 from .cursor import decode_cursor, encode_cursor
-from .grep import compile_regex, find_lines, regex_finder, required_literals, substring_finder
+from .grep import Finder, compile_regex, find_lines, regex_finder, required_literals, substring_finder
 from .tree import note_path
 from .types import RecallHit
 
-__all__ = ["GrepSource", "grep", "hit_path", "semantic_matches"]
+__all__ = ["Candidate", "GrepSource", "grep", "hit_path", "semantic_matches"]
 
 MAX_CONTEXT_LINES = 10
 
 
+Candidate = tuple[str, str, Any]  # (path, source, key): where a document is, and how to load its text
+LOAD_BATCH = 64
+
+
 @dataclass(frozen=True)
 class GrepSource:
-    """What grep reads in one space: candidate documents as (path, text) for given literals."""
+    """What grep reads in one space.
 
-    documents: Callable[[list[str]], Iterator[tuple[str, Callable[[], str]]]]
+    ``candidates(literals)`` returns the documents that may match, sorted by path and already scoped;
+    ``load(batch)`` returns their texts in order (``None`` for one that vanished meanwhile). Texts are
+    loaded only for the documents a page reaches.
+    """
+
+    candidates: Callable[[list[str]], list[Candidate]]
+    load: Callable[[list[Candidate]], list[str | None]]
 
 
 def grep(source: GrepSource, request: SearchRequest, scope: str, limit: int) -> MatchPage:
     """Run an exact or regex search; return one page of matches ordered by (path, line)."""
-    query = request.query
-    if isinstance(query, str):
-        if query == "":
-            raise InvalidPath("the search query is empty: give the text to look for")
-        finder = substring_finder(query)
-        literals = [query] if len(query) >= 3 else []
-    elif isinstance(query, RegexQuery):
-        regex = compile_regex(query.regex, query.flags)
-        finder = regex_finder(regex)
-        literals = required_literals(regex)
-    else:  # pragma: no cover - the caller routes semantic elsewhere
-        raise InvalidPath("semantic queries are not grep")
+    finder, literals = _finder(request)
     if not 0 <= request.context_lines <= MAX_CONTEXT_LINES:
         raise InvalidPath(f"x-context takes 0 to {MAX_CONTEXT_LINES} lines")
     position = decode_cursor("grep", request.cursor)
     after_path, after_line = ("", 0) if position is None else (str(position["p"]), int(position["l"]))
 
-    docs = sorted(
-        ((path, text) for path, text in source.documents(literals) if is_within(path, scope) and path >= after_path),
-        key=lambda d: d[0],
-    )
+    candidates = source.candidates(literals)
+    index = bisect.bisect_left(candidates, after_path, key=lambda c: c[0])
     matches: list[Match] = []
-    for path, text in docs:
-        for hit in find_lines(text(), finder, context=request.context_lines):
-            if path == after_path and hit.line <= after_line:
+    while index < len(candidates):
+        batch = candidates[index : index + LOAD_BATCH]
+        index += len(batch)
+        for (path, _, _), text in zip(batch, source.load(batch), strict=True):
+            if text is None:
                 continue
-            if len(matches) == limit:
-                last = matches[-1]
-                return MatchPage(matches=matches, next_cursor=encode_cursor("grep", {"p": last.path, "l": last.line}))
-            matches.append(Match(path=path, line=hit.line, column=hit.column, text=hit.text, context=hit.context))
+            for hit in find_lines(text, finder, context=request.context_lines):
+                if path == after_path and hit.line <= after_line:
+                    continue
+                if len(matches) == limit:
+                    last = matches[-1]
+                    cursor = encode_cursor("grep", {"p": last.path, "l": last.line})
+                    return MatchPage(matches=matches, next_cursor=cursor)
+                matches.append(Match(path=path, line=hit.line, column=hit.column, text=hit.text, context=hit.context))
     return MatchPage(matches=matches)
+
+
+def _finder(request: SearchRequest) -> tuple[Finder, list[str]]:
+    query = request.query
+    if isinstance(query, str):
+        if query == "":
+            raise InvalidPath("the search query is empty: give the text to look for")
+        return substring_finder(query), [query] if len(query) >= 3 else []
+    if isinstance(query, RegexQuery):
+        regex = compile_regex(query.regex, query.flags)
+        return regex_finder(regex), required_literals(regex)
+    raise InvalidPath("this query is not a grep (exact or regex) query")  # pragma: no cover
 
 
 def semantic_matches(

@@ -50,6 +50,16 @@ END;
 CREATE TRIGGER IF NOT EXISTS workspace_files_ad AFTER DELETE ON workspace_files BEGIN
     INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
 END;
+CREATE TABLE IF NOT EXISTS workspace_seq (space TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS workspace_seq_ai AFTER INSERT ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_seq_ad AFTER DELETE ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (old.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_seq_au AFTER UPDATE ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
 CREATE TRIGGER IF NOT EXISTS workspace_files_au AFTER UPDATE ON workspace_files BEGIN
     INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
     INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
@@ -339,16 +349,29 @@ class Workspace:
                 self._forget_paths(list(known), prefix=False)
             self._refreshed_at = time.monotonic()
 
-    def candidates(self, literal: str | None) -> Iterator[tuple[str, str]]:
-        """Yield (workspace path, text) of indexed files that may contain ``literal`` (all when None)."""
+    def candidates(self, literal: str | None) -> list[tuple[int, str]]:
+        """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
         conn = self._db.get()
         if literal is not None and len(literal) >= 3:
             quoted = '"' + literal.replace('"', '""') + '"'
             rows = conn.execute(
-                "SELECT f.path, f.text FROM workspace_trigram t JOIN workspace_files f ON f.rowid = t.rowid "
+                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
                 "WHERE workspace_trigram MATCH ? AND f.space = ?",
                 (quoted, self.space),
             )
         else:
-            rows = conn.execute("SELECT path, text FROM workspace_files WHERE space = ?", (self.space,))
-        yield from rows
+            rows = conn.execute("SELECT rowid, path FROM workspace_files WHERE space = ?", (self.space,))
+        return [(int(rowid), str(path)) for rowid, path in rows]
+
+    def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
+        """The indexed texts of the given rows."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._db.get().execute(f"SELECT rowid, text FROM workspace_files WHERE rowid IN ({marks})", rowids)
+        return {int(rowid): str(text) for rowid, text in rows}
+
+    def change_token(self) -> int:
+        """Grows with every change to this space's file index (kept by triggers)."""
+        row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
+        return int(row[0]) if row else 0
