@@ -48,16 +48,17 @@ from .conversation import (
 )
 from .cursor import decode_cursor, encode_cursor
 from .embedders import Embedder
+from .entries import EPOCH, block_entry, dir_entry, file_entry, manifest_entry, row_entry
 from .fabric import MemoryFabric, create_memory_fabric
 from .ledger import Ledger, apply_op
 from .memory import space_memory
-from .notes_view import NoteRow, NotesView, rendered_etag
+from .notes_view import NotesView, rendered_etag
 from .render import parse_note, render_note
 from .search import Candidate, GrepSource, grep, hit_path, semantic_matches
 from .sqlite import Connections
 from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
 from .types import MemoryNote
-from .workspace import FileStat, Workspace
+from .workspace import Workspace
 
 __all__ = ["MemoryProvider"]
 
@@ -66,7 +67,6 @@ PROVIDER_VERSION = "0.1.0"
 MAX_LIST = 1000
 MAX_RESULTS = 1000
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-EPOCH = "1970-01-01T00:00:00.000Z"
 GREP_CACHE_SIZE = 32
 # Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
 SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
@@ -187,13 +187,13 @@ class MemoryProvider:
         node = self._locate(path)
         space = self._space(caller.space)
         if node.area == "root" or node.is_area_root:
-            return _dir_entry(path)
+            return dir_entry(path)
         if node.area == "afi":
             if node.rest != MANIFEST_NAME:
                 raise NotFound("no such file", path=path)
-            return self._manifest_entry()
+            return manifest_entry(self._manifest_bytes())
         if node.area == "files":
-            return _file_entry(path, space.workspace.stat(node.rest, path))
+            return file_entry(path, space.workspace.stat(node.rest, path))
         return self._note_entry(space, node)
 
     def list(
@@ -207,19 +207,19 @@ class MemoryProvider:
         after = None if position is None else str(position["a"])
         space = self._space(caller.space)
         if node.area == "root":
-            entries = [_dir_entry("/" + a) if a != ".afi" else _dir_entry("/.afi") for a in AREAS]
+            entries = [dir_entry("/" + a) if a != ".afi" else dir_entry("/.afi") for a in AREAS]
         elif node.area == "afi" and node.is_area_root:
-            entries = [self._manifest_entry()]
+            entries = [manifest_entry(self._manifest_bytes())]
         elif node.area == "files":
-            entries = [_file_entry(f"{path}/{c.name}", c) for c in space.workspace.listdir(node.rest, path)]
+            entries = [file_entry(f"{path}/{c.name}", c) for c in space.workspace.listdir(node.rest, path)]
         elif node.area == "working" and node.is_area_root:
-            entries = [self._block_entry(label, note) for label, note in sorted(space.fabric.blocks().items())]
+            entries = [block_entry(label, note) for label, note in sorted(space.fabric.blocks().items())]
         elif node.area in ("facts", "procedures") and node.is_area_root:
             rows = space.notes.list_current(node.kind or "", after=after, glob=_sql_glob(glob), limit=limit + 1)
-            return _page([_row_entry(note_path(r.kind, r.name or r.id), r) for r in rows], limit)
+            return _page([row_entry(note_path(r.kind, r.name or r.id), r) for r in rows], limit)
         elif node.area == "history" and node.is_area_root:
             rows = space.notes.list_history(after=after, glob=_sql_glob(glob), limit=limit + 1)
-            return _page([_row_entry(f"/history/{r.id}.md", r, writable=False) for r in rows], limit)
+            return _page([row_entry(f"/history/{r.id}.md", r, writable=False) for r in rows], limit)
         elif node.area == "episodes" and node.is_area_root:
             entries = [self._ledger_entry(space, f"/episodes/{o.id}.md") for o in space.ledger.observations()]
         elif node.area == "sessions" and node.is_area_root:
@@ -244,7 +244,7 @@ class MemoryProvider:
             raise InvalidPath("this is a folder: list it instead of reading it", path=path)
         if node.area == "files":
             data, info = space.workspace.read(node.rest, path, offset, length)
-            entry = _file_entry(path, info)
+            entry = file_entry(path, info)
             return ReadResult(
                 data=data,
                 content_type=entry.content_type,
@@ -410,7 +410,7 @@ class MemoryProvider:
     ) -> Entry:
         if if_match is not None:
             try:
-                current = _file_entry(node.path, space.workspace.stat(node.rest, node.path))
+                current = file_entry(node.path, space.workspace.stat(node.rest, node.path))
             except NotFound:
                 raise Conflict("if_match was given but the file does not exist", path=node.path) from None
             _check_etag(current, if_match)
@@ -419,7 +419,7 @@ class MemoryProvider:
         )
         text = _note_text_of(full, node.rest, space.fabric.memory.limits.max_entry_text_chars)
         space.fabric.remember(kind="file", path=node.rest, content=text)
-        return _file_entry(node.path, info)
+        return file_entry(node.path, info)
 
     def _write_note(
         self,
@@ -478,7 +478,7 @@ class MemoryProvider:
             node = self._writable(caller, path)
             if node.area != "files":
                 raise Unsupported(f"/{node.area} holds notes, not folders; folders exist only under /files", path=path)
-            return _file_entry(
+            return file_entry(
                 node.path, self._space(caller.space).workspace.mkdir(node.rest, node.path, parents=parents)
             )
 
@@ -518,7 +518,7 @@ class MemoryProvider:
                 info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
                 for old, new in moved:
                     self._repoint(space, old, new)
-                return _file_entry(dst.path, info)
+                return file_entry(dst.path, info)
             if src.area != dst.area:
                 raise Unsupported("a move stays within one folder kind (/files, /facts, ...)", path=destination)
             return self._move_note(space, src, dst, overwrite)
@@ -602,19 +602,6 @@ class MemoryProvider:
     def _manifest_bytes(self) -> bytes:
         return (json.dumps(self.manifest().model_dump(mode="json"), indent=2) + "\n").encode()
 
-    def _manifest_entry(self) -> Entry:
-        body = self._manifest_bytes()
-        return Entry(
-            path="/.afi/manifest.json",
-            type="file",
-            size=len(body),
-            mtime=EPOCH,
-            ctime=EPOCH,
-            content_type="application/json",
-            etag=rendered_etag(body.decode()),
-            attributes={"permissions": "r"},
-        )
-
     def _note_text(self, space: _Space, node: Node) -> tuple[Entry, str]:
         if node.area in ("episodes", "sessions"):
             node.note_name  # noqa: B018 - refuses nested or non-.md names
@@ -625,12 +612,12 @@ class MemoryProvider:
             if note is None:
                 raise NotFound("no such working block", path=node.path)
             text = render_note(note)
-            return self._block_entry(name, note, text), text
+            return block_entry(name, note, text), text
         found = space.notes.version(name) if node.area == "history" else space.notes.current(node.kind or "", name)
         if found is None:
             raise NotFound("no such note", path=node.path)
         row, rendered = found
-        return _row_entry(node.path, row, writable=node.area != "history"), rendered
+        return row_entry(node.path, row, writable=node.area != "history"), rendered
 
     def _note_entry(self, space: _Space, node: Node) -> Entry:
         return self._note_text(space, node)[0]
@@ -690,20 +677,6 @@ class MemoryProvider:
             return apply_op(self._space(caller.space).ledger, op, session, body)
 
         return self._audited(caller, f"ledger.{op}", f"/sessions/{session}.md", run)
-
-    def _block_entry(self, label: str, note: MemoryNote, text: str | None = None) -> Entry:
-        rendered = text if text is not None else render_note(note)
-        stamp = note.updated_at or note.ingested_at
-        return Entry(
-            path=f"/working/{label}.md",
-            type="file",
-            size=len(rendered.encode()),
-            mtime=stamp,
-            ctime=note.created_at,
-            content_type="text/markdown",
-            etag=rendered_etag(rendered),
-            attributes={"permissions": "rw", "x-kind": "working", "x-id": note.id, "x-block": label},
-        )
 
 
 # -- module helpers ------------------------------------------------------------------------
@@ -769,79 +742,3 @@ def _note_text_of(data: bytes | None, rel: str, cap: int) -> str:
     except UnicodeDecodeError:
         return rel
     return text[:cap] if text.strip() else rel
-
-
-def _dir_entry(path: str) -> Entry:
-    read_only = path in ("/", "/.afi", "/history", "/episodes", "/sessions")
-    return Entry(
-        path=path,
-        type="directory",
-        size=0,
-        mtime=EPOCH,
-        ctime=EPOCH,
-        content_type="inode/directory",
-        attributes={"permissions": "r" if read_only else "rw"},
-    )
-
-
-def _file_entry(path: str, info: FileStat) -> Entry:
-    if info.kind == "directory":
-        return Entry(
-            path=path,
-            type="directory",
-            size=0,
-            mtime=rfc3339(info.mtime),
-            ctime=rfc3339(info.ctime),
-            content_type="inode/directory",
-            attributes={"permissions": "rw"},
-        )
-    return Entry(
-        path=path,
-        type="symlink" if info.kind == "symlink" else "file",
-        size=info.size,
-        mtime=rfc3339(info.mtime),
-        ctime=rfc3339(info.ctime),
-        content_type=_content_type(path),
-        etag=f'"f{info.ino:x}-{info.mtime_ns:x}-{info.size:x}"',
-        target=info.target,
-        attributes={"permissions": "rw"},
-    )
-
-
-def _row_entry(path: str, row: NoteRow, *, writable: bool = True) -> Entry:
-    attributes: dict[str, Any] = {"permissions": "rw" if writable else "r", "x-kind": row.kind, "x-id": row.id}
-    if row.path:
-        attributes["x-file"] = "/files/" + row.path
-    return Entry(
-        path=path,
-        type="file",
-        size=row.size,
-        mtime=row.mtime,
-        ctime=row.created_at,
-        content_type="text/markdown",
-        etag=row.etag,
-        attributes=attributes,
-    )
-
-
-_TEXT_TYPES = {
-    ".md": "text/markdown",
-    ".txt": "text/plain",
-    ".json": "application/json",
-    ".py": "text/x-python",
-    ".csv": "text/csv",
-    ".html": "text/html",
-    ".yaml": "application/yaml",
-    ".yml": "application/yaml",
-    ".toml": "application/toml",
-}
-
-
-def _content_type(path: str) -> str:
-    import mimetypes
-
-    suffix = Path(path).suffix.lower()
-    if suffix in _TEXT_TYPES:
-        return _TEXT_TYPES[suffix]
-    guessed, _ = mimetypes.guess_type(path)
-    return guessed or "application/octet-stream"
