@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -23,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from afi.client import EOF_HEADER, MTIME_HEADER, SIZE_HEADER
+from afi.door import Door, InvalidToken
 from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, TooLarge, Unauthorized
 from afi.model import DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 from afi.provider import SCOPES, Caller, Provider
@@ -32,14 +32,12 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-_QUERY_TOKEN_NAMES = ("access_token", "token", "api_key", "apikey", "bearer")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 _STATUS_CODE = {status: code for code, status in HTTP_STATUS.items()}
 T = TypeVar("T")
 
 
-class _InvalidToken(Unauthorized):
-    """A genuine key presented where it does not belong (another space): RFC 6750 ``invalid_token``."""
+_InvalidToken = InvalidToken
 
 
 class _BodyTooLarge(StarletteHTTPException):
@@ -151,49 +149,17 @@ def _json(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(dump(model), status_code=status)
 
 
-@dataclass(frozen=True)
-class _Door:
-    """What the app checks at the door, kept on ``app.state.afi``."""
-
-    provider: Provider
-    rate_limit: RateLimiter | None
-    allowed_spaces: frozenset[str] | None
-    default_space: str | None
-
-
 def _caller_of(request: Request) -> Caller:
     """Given a request, return who asks (runs in a worker thread: the key store is SQLite)."""
-    door: _Door = request.app.state.afi
-    for name in _QUERY_TOKEN_NAMES:
-        if name in request.query_params:
-            raise InvalidPath(
-                f"a token in the query string ({name}=…) is refused: send 'Authorization: Bearer <token>'"
-            )
-    header = request.headers.get("authorization")
-    token: str | None = None
-    if header is not None:
-        scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise Unauthorized("only 'Authorization: Bearer <token>' is accepted")
-        token = value.strip()
-    address = request.client.host if request.client else "unknown"
-    try:
-        caller = door.provider.authenticate(token)
-    except Unauthorized:
-        if door.rate_limit is not None:
-            door.rate_limit.check(f"addr:{address}")
-        raise
-    if door.rate_limit is not None:
-        door.rate_limit.check(f"principal:{caller.principal}")
-    space = request.path_params.get("space")
-    if token is None and (space or door.default_space):
-        # Keyless (loopback) mode: the local owner works in whichever space the URL names.
-        caller = replace(caller, space=space or door.default_space or caller.space)
-    if space is not None and caller.space != space:
-        raise _InvalidToken(f"this key is bound to another space, not {space!r}")
-    if door.allowed_spaces is not None and caller.space not in door.allowed_spaces:
-        raise _InvalidToken(f"this server does not serve the space {caller.space!r}")
-    return caller
+    door: Door = request.app.state.afi
+    return door.admit(
+        authorization=request.headers.get("authorization"),
+        query_keys=request.query_params.keys(),
+        address=request.client.host if request.client else "unknown",
+        url_space=request.path_params.get("space"),
+        host=request.headers.get("host"),
+        origin=request.headers.get("origin"),
+    )
 
 
 async def _current_caller(request: Request) -> Caller:
@@ -229,7 +195,7 @@ def create_app(
         responses={"default": {"model": ErrorEnvelope, "description": "an AFI error"}},
     )
 
-    app.state.afi = _Door(
+    app.state.afi = Door(
         provider, rate_limit, frozenset(allowed_spaces) if allowed_spaces is not None else None, default_space
     )
 

@@ -123,6 +123,8 @@ class McpBinding:
         receipts: the idempotency store; without it, keys are ignored (``stored: false``).
         fabric: attaches the fabric's ``memory.*`` tools to stateful sessions; None offers none.
         default_info: the RequestInfo of a transport with no HTTP request (stdio).
+        inline_reads: run tools that only read on the event loop, not in a worker thread: faster
+            per call, but a slow read holds up the session's other calls (stdio's one client).
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class McpBinding:
         fabric: FabricSessions | None = None,
         default_info: RequestInfo | None = None,
         version: str = "0.1.0",
+        inline_reads: bool = False,
     ) -> None:
         if tool_names not in ("dotted", "underscore", "both"):
             raise ValueError(f"tool_names must be dotted, underscore or both, not {tool_names!r}")
@@ -142,6 +145,7 @@ class McpBinding:
         self.receipts = receipts
         self.fabric = fabric
         self.default_info = default_info
+        self.inline_reads = inline_reads
         self.afi = afi_tools(provider)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._sessions: dict[str, list[ToolSpec]] = {}
@@ -317,7 +321,10 @@ class McpBinding:
         self, spec: ToolSpec, caller: Caller, arguments: dict[str, Any], durable: dict[str, Any] | None
     ) -> types.CallToolResult:
         try:
-            output = await _in_thread(spec.call, caller, arguments)
+            if self.inline_reads and not spec.writes:
+                output = _guarded(spec.call, caller, arguments)
+            else:
+                output = await _in_thread(spec.call, caller, arguments)
         except AfiError as err:
             return error_result(err)
         return _success(output, durable)
@@ -364,15 +371,16 @@ def _finish(
     return lambda: receipts.finish(claim, result=record, failed=failed)
 
 
+def _guarded(fn: Callable[[Caller, dict[str, Any]], ToolOutput], caller: Caller, args: dict[str, Any]) -> ToolOutput:
+    """Run one synchronous tool; a stray exception becomes ``internal``."""
+    try:
+        return fn(caller, args)
+    except AfiError:
+        raise
+    except Exception as err:
+        raise Internal(f"the tool failed: {type(err).__name__}") from err
+
+
 async def _in_thread(fn: Callable[[Caller, dict[str, Any]], ToolOutput], caller: Caller, args: dict[str, Any]) -> Any:
     """Run one synchronous tool in a worker thread; a stray exception becomes ``internal``."""
-
-    def call() -> ToolOutput:
-        try:
-            return fn(caller, args)
-        except AfiError:
-            raise
-        except Exception as err:
-            raise Internal(f"the tool failed: {type(err).__name__}") from err
-
-    return await anyio.to_thread.run_sync(call)
+    return await anyio.to_thread.run_sync(_guarded, fn, caller, args)

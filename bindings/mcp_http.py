@@ -12,14 +12,12 @@ missing or bad key is 401 with ``WWW-Authenticate`` naming the resource metadata
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio.to_thread
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -30,7 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, InvalidPath, Unauthorized
+from afi.door import Door, InvalidToken, is_loopback_origin
+from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, Unauthorized
 from afi.provider import SCOPES, Caller
 from afi.ratelimit import RateLimiter
 
@@ -43,12 +42,10 @@ SESSION_HEADER = "mcp-session-id"
 IDEMPOTENCY_HEADER = "x-mcp-idempotency-key"
 STATELESS_HEADER = "x-mcp-stateless"
 DEFAULT_IDLE_SECONDS = 30 * 60
-_QUERY_TOKEN_NAMES = ("access_token", "token", "api_key", "apikey", "bearer")
 _TRUE = ("1", "true", "yes", "on")
 
 
-class _InvalidToken(Unauthorized):
-    """A genuine key presented where it does not belong (another space): RFC 6750 ``invalid_token``."""
+_InvalidToken = InvalidToken
 
 
 @dataclass
@@ -67,16 +64,6 @@ def _rpc_error(err: AfiError, headers: dict[str, str] | None = None) -> Response
         extra["Retry-After"] = str(max(1, round(err.retry_after + 0.499)))
     payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": json.dumps(body), "data": body}}
     return JSONResponse(payload, status_code=HTTP_STATUS.get(err.code, 500), headers=extra)
-
-
-def _loopback_origin(origin: str) -> bool:
-    host = urlsplit(origin).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class McpHttp:
@@ -109,6 +96,7 @@ class McpHttp:
         self.allowed_origins = frozenset(o.rstrip("/") for o in allowed_origins)
         self.allowed_spaces = frozenset(allowed_spaces) if allowed_spaces is not None else None
         self.default_space = default_space
+        self._door = Door(binding.provider, rate_limit, self.allowed_spaces, default_space)
         self.idle = session_idle_timeout
         server = binding.server
         self._stateful = StreamableHTTPSessionManager(server, json_response=True, session_idle_timeout=self.idle)
@@ -132,40 +120,21 @@ class McpHttp:
         if origin is None:
             return
         own = {f"http://{headers.get('host', '')}", f"https://{headers.get('host', '')}"}
-        if origin.rstrip("/") in self.allowed_origins or origin in own or _loopback_origin(origin):
+        if origin.rstrip("/") in self.allowed_origins or origin in own or is_loopback_origin(origin):
             return
         raise Forbidden(f"the Origin {origin!r} is not allowed to use this MCP endpoint")
 
     def _caller(self, scope: Scope, headers: Headers, space: str | None) -> Caller:
         """Given the request, return who asks (runs in a worker thread: the key store is SQLite)."""
-        query = QueryParams(scope.get("query_string", b""))
-        for name in _QUERY_TOKEN_NAMES:
-            if name in query:
-                raise InvalidPath(f"a token in the query string ({name}=…) is refused: send 'Authorization: Bearer'")
-        header = headers.get("authorization")
-        token: str | None = None
-        if header is not None:
-            kind, _, value = header.partition(" ")
-            if kind.lower() != "bearer" or not value.strip():
-                raise Unauthorized("only 'Authorization: Bearer <token>' is accepted")
-            token = value.strip()
         client = scope.get("client")
-        address = client[0] if client else "unknown"
-        try:
-            caller = self.binding.provider.authenticate(token)
-        except Unauthorized:
-            if self.rate_limit is not None:
-                self.rate_limit.check(f"addr:{address}")
-            raise
-        if self.rate_limit is not None:
-            self.rate_limit.check(f"principal:{caller.principal}")
-        if token is None and (space or self.default_space):
-            caller = replace(caller, space=space or self.default_space or caller.space)
-        if space is not None and caller.space != space:
-            raise _InvalidToken(f"this key is bound to another space, not {space!r}")
-        if self.allowed_spaces is not None and caller.space not in self.allowed_spaces:
-            raise _InvalidToken(f"this server does not serve the space {caller.space!r}")
-        return caller
+        return self._door.admit(
+            authorization=headers.get("authorization"),
+            query_keys=QueryParams(scope.get("query_string", b"")).keys(),
+            address=client[0] if client else "unknown",
+            url_space=space,
+            host=headers.get("host"),
+            origin=headers.get("origin"),
+        )
 
     def _challenge(self, scope: Scope, headers: Headers, err: AfiError, space: str | None) -> str:
         base = f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}"

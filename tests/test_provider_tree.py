@@ -363,3 +363,22 @@ def test_grep_sees_writes_made_between_searches_and_pages(provider: MemoryProvid
         cursor = page.next_cursor
     assert "/facts/b.md" not in rest and "/facts/c.md" in rest and "/files/z.txt" in rest
     assert rest == sorted(rest)
+
+
+def test_a_note_written_outside_its_window_is_refused_before_anything_is_stored(provider: MemoryProvider) -> None:
+    with pytest.raises(InvalidPath, match="valid now"):
+        provider.write(OWNER, "/facts/past.md", b"---\nvalid_to: 2001-01-01T00:00:00Z\n---\nold news")
+    with pytest.raises(InvalidPath, match="valid now"):
+        provider.write(OWNER, "/facts/future.md", b"---\nvalid_from: 2999-01-01T00:00:00Z\n---\nnot yet")
+    assert provider.list(OWNER, "/history").entries == []
+    assert [row["result"] for row in provider.audit_log()][:2] == ["invalid_path", "invalid_path"]
+
+
+def test_moving_a_symlink_never_indexes_what_it_points_at(provider: MemoryProvider, tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    provider.mkdir(OWNER, "/files/d")
+    os.symlink(secret, tmp_path / "files" / "default" / "d" / "link")
+    provider.move(OWNER, "/files/d", "/files/e")
+    provider.move(OWNER, "/files/e/link", "/files/e/link2")
+    assert provider.search(OWNER, SearchRequest(query="PRIVATE KEY")).matches == []

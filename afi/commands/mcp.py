@@ -154,9 +154,9 @@ def mcp(
         raise typer.BadParameter("use dotted, underscore or both", param_hint="--tool-names")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     import anyio
-    from mcp.server.stdio import stdio_server
 
     from afi.bindings.mcp import stdio_info
+    from afi.bindings.mcp_stdio import stdio_streams
     from afi.provider import Caller
     from afi.providers.memory.provider import MemoryProvider
 
@@ -167,10 +167,11 @@ def mcp(
         caller = provider.authenticate(token) if token else Caller(principal="local", space=space or "default")
         session_id = f"stdio-{os.getpid()}"
         info = stdio_info(caller, "discovery" if discovery else "tools", session_id)
-        binding = mcp_binding(provider, db_path, tool_names=tool_names, default_info=info)
+        # One client, whose calls arrive one line at a time: reads need no worker thread to stay concurrent.
+        binding = mcp_binding(provider, db_path, tool_names=tool_names, default_info=info, inline_reads=True)
 
     async def serve() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_streams() as (read_stream, write_stream):
             await binding.server.run(read_stream, write_stream, binding.server.create_initialization_options())
 
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from ..door import is_loopback_host
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
 
@@ -18,14 +18,7 @@ __all__ = ["is_loopback", "register"]
 stdout = Console(highlight=False)
 
 
-def is_loopback(host: str) -> bool:
-    """Given a host to bind, return True when only this machine can reach it."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+is_loopback = is_loopback_host
 
 
 def serve(

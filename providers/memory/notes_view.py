@@ -137,7 +137,12 @@ class NotesView:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        rows = self._db.get().execute(f"SELECT rowid, rendered FROM notes WHERE rowid IN ({marks})", rowids)
+        sql = (
+            "SELECT rowid, rendered FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? "
+            f"AND rowid IN ({marks})"
+        )
+        scope = (self._scope["t"], self._scope["r"], self._scope["h"])
+        rows = self._db.get().execute(sql, [*scope, *rowids])
         return {int(rowid): str(rendered) for rowid, rendered in rows}
 
     def change_token(self) -> int:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Unauthorized, Unsupported
+from afi.errors import AfiError, Conflict, Forbidden, Internal, InvalidPath, NotFound, Unauthorized, Unsupported
 from afi.manifest import build_manifest
 from afi.model import (
     ConversationQuery,
@@ -87,14 +87,13 @@ T = TypeVar("T")
 
 
 class _Space:
-    """What one space holds open: its fabric, the notes view and the workspace."""
+    """What one space holds open: its fabric, the notes view, the workspace and the ledger."""
 
-    ledger: Ledger
-
-    def __init__(self, fabric: MemoryFabric, notes: NotesView, workspace: Workspace) -> None:
+    def __init__(self, fabric: MemoryFabric, notes: NotesView, workspace: Workspace, ledger: Ledger) -> None:
         self.fabric = fabric
         self.notes = notes
         self.workspace = workspace
+        self.ledger = ledger
 
 
 class MemoryProvider:
@@ -145,17 +144,11 @@ class MemoryProvider:
         )
 
     def authenticate(self, token: str | None) -> Caller:
-        keys = self._keys
-        if keys is None or keys.count() == 0:
+        if self._keys is None:
             if token:
                 raise Unauthorized("this server has no API keys; send no token (or create one: afi token create)")
             return Caller(principal="local", space="default")
-        if not token:
-            raise Unauthorized("an API key is required: send it as 'Authorization: Bearer <key>'")
-        caller = keys.verify(token)
-        if caller is None:
-            raise Unauthorized("the API key is unknown or was revoked")
-        return caller  # type: ignore[no-any-return]
+        return self._keys.authenticate(token)  # type: ignore[no-any-return]
 
     # -- spaces ----------------------------------------------------------------------------
 
@@ -174,8 +167,12 @@ class MemoryProvider:
             if found is None:
                 memory = space_memory(self.db, name, embedder=self._embedder)
                 fabric = create_memory_fabric(memory)
-                found = _Space(fabric, NotesView(self._db, memory.scope), Workspace(self.root, name, self._db))
-                found.ledger = Ledger(self.db, space=name)
+                found = _Space(
+                    fabric,
+                    NotesView(self._db, memory.scope),
+                    Workspace(self.root, name, self._db),
+                    Ledger(self.db, space=name),
+                )
                 self._spaces[name] = found
         return found
 
@@ -207,7 +204,7 @@ class MemoryProvider:
         after = None if position is None else str(position["a"])
         space = self._space(caller.space)
         if node.area == "root":
-            entries = [dir_entry("/" + a) if a != ".afi" else dir_entry("/.afi") for a in AREAS]
+            entries = [dir_entry("/" + a) for a in AREAS]
         elif node.area == "afi" and node.is_area_root:
             entries = [manifest_entry(self._manifest_bytes())]
         elif node.area == "files":
@@ -451,18 +448,22 @@ class MemoryProvider:
             content = base + text
         else:
             fields, content = parse_note(text)
+        if _window_excludes_now(fields):
+            raise InvalidPath(
+                "the front matter's valid_from/valid_to window does not include now, and a note path holds the "
+                "version valid now: record past or future versions with 'afi remember --valid-from/--valid-to'",
+                path=node.path,
+            )
         if node.kind == "working":
-            space.fabric.remember(kind="working", block=name, content=content)
+            note = space.fabric.remember(kind="working", block=name, content=content)
         else:
             if existing is not None and fields.get("supersedes") == existing.supersedes:
                 fields.pop("supersedes", None)  # unchanged front matter from a read, not a new claim
-            space.fabric.remember(kind=node.kind or "fact", name=name, content=content, **fields)
+            note = space.fabric.remember(kind=node.kind or "fact", name=name, content=content, **fields)
         try:
             return self._note_entry(space, node)
-        except NotFound:  # the front matter made it valid at another time: it lives in /history
-            raise InvalidPath(
-                "the note was stored, but its validity window does not include now; see /history", path=node.path
-            ) from None
+        except NotFound:  # stored, but no longer the version valid now (a clock edge): show where it lives
+            return self._note_entry(space, Node(f"/history/{note.id}.md", "history", f"{note.id}.md"))
 
     def _existing_note(self, space: _Space, node: Node, name: str) -> MemoryNote | None:
         if node.kind == "working":
@@ -580,6 +581,15 @@ class MemoryProvider:
             result = run()
         except AfiError as err:
             self._audit(caller, verb, path, err.code)
+            raise
+        except PermissionError as err:
+            self._audit(caller, verb, path, "forbidden")
+            raise Forbidden(f"the operating system refused: {err.strerror}", path=path) from err
+        except OSError as err:
+            self._audit(caller, verb, path, "internal")
+            raise Internal(f"the workspace could not be changed: {err.strerror}", path=path) from err
+        except Exception:
+            self._audit(caller, verb, path, "internal")
             raise
         self._audit(caller, verb, path, "ok")
         return result
@@ -742,3 +752,19 @@ def _note_text_of(data: bytes | None, rel: str, cap: int) -> str:
     except UnicodeDecodeError:
         return rel
     return text[:cap] if text.strip() else rel
+
+
+def _window_excludes_now(fields: dict[str, Any]) -> bool:
+    """True when written front matter puts the note's validity window wholly before or after now."""
+    now = datetime.now(UTC)
+
+    def moment(value: Any) -> datetime:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+    try:
+        starts = fields.get("valid_from")
+        ends = fields.get("valid_to")
+        return (starts is not None and moment(starts) > now) or (ends is not None and moment(ends) <= now)
+    except ValueError:
+        return False  # a malformed timestamp: the fabric refuses it with its own message

@@ -9,6 +9,7 @@ which a search runs at most every ``REFRESH_SECONDS``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat as stat_mod
@@ -198,23 +199,25 @@ class Workspace:
             flags = os.O_WRONLY | os.O_NOFOLLOW | (os.O_APPEND | os.O_CREAT if append else 0)
             fd = os.open(target, flags, 0o644)
             try:
-                if append:
-                    os.write(fd, data)
-                else:
-                    os.pwrite(fd, data, offset or 0)
+                _write_all(fd, data, None if append else offset or 0)
             finally:
                 os.close(fd)
         else:
             if offset:
                 data = b"\x00" * offset + data
             tmp = target.parent / f".afi-tmp-{uuid.uuid4().hex}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    _write_all(fd, data, None)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
         st = os.lstat(target)
         full = self._index_path(rel, target, st)
         return _file_stat(target.name, st), full
@@ -304,8 +307,12 @@ class Workspace:
         """Index one file; return its bytes when they were read (small files), else None."""
         data: bytes | None = None
         text = ""
+        if not stat_mod.S_ISREG(st.st_mode):
+            self._forget_paths([rel], prefix=False)  # a symlink or special file is never read or indexed
+            return None
         if st.st_size <= INDEX_MAX_BYTES:
-            with open(full, "rb") as fh:
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
                 data = fh.read(INDEX_MAX_BYTES + 1)
             text = _index_text(data)
         with self._db.transaction() as conn:
@@ -368,10 +375,24 @@ class Workspace:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        rows = self._db.get().execute(f"SELECT rowid, text FROM workspace_files WHERE rowid IN ({marks})", rowids)
+        rows = self._db.get().execute(
+            f"SELECT rowid, text FROM workspace_files WHERE space = ? AND rowid IN ({marks})", [self.space, *rowids]
+        )
         return {int(rowid): str(text) for rowid, text in rows}
 
     def change_token(self) -> int:
         """Grows with every change to this space's file index (kept by triggers)."""
         row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
         return int(row[0]) if row else 0
+
+
+def _write_all(fd: int, data: bytes, offset: int | None) -> None:
+    """Write every byte (a short write on a full disk is an error, not a silent truncation)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(28, "No space left on device")
+        view = view[written:]
+        if offset is not None:
+            offset += written

@@ -1,0 +1,106 @@
+"""The door every network binding shares: who asks, and whether they may come in at all.
+
+``Door.admit`` turns a request's credentials into a :class:`~afi.provider.Caller`: it refuses tokens in
+query strings, reads ``Authorization: Bearer``, authenticates through the provider, rate-limits (by
+address on failure, by principal on success), binds the caller to the space a URL names, and guards
+the keyless loopback mode: with no API keys the local owner is served only to requests whose ``Host``
+and ``Origin`` are loopback, so a web page (or a DNS-rebound name) cannot reach the memory.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
+
+from .errors import Forbidden, InvalidPath, Unauthorized
+from .provider import Caller, Provider
+from .ratelimit import RateLimiter
+
+__all__ = ["QUERY_TOKEN_NAMES", "Door", "InvalidToken", "is_loopback_host", "is_loopback_origin"]
+
+QUERY_TOKEN_NAMES = ("access_token", "token", "api_key", "apikey", "bearer")
+
+
+class InvalidToken(Unauthorized):
+    """A genuine key presented where it does not belong (another space): RFC 6750 ``invalid_token``."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """Given a host name or address (a ``Host`` header's, port and brackets allowed), True for this machine."""
+    name = host.strip()
+    if name.startswith("["):
+        name = name[1 : name.find("]")] if "]" in name else name[1:]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback_origin(origin: str) -> bool:
+    """Given an Origin header, True when the page it names is served from this machine."""
+    return origin == "null" or is_loopback_host(urlsplit(origin).netloc or origin)
+
+
+@dataclass(frozen=True)
+class Door:
+    """What a binding checks before any verb: credentials, rate, space, and the keyless guard."""
+
+    provider: Provider
+    rate_limit: RateLimiter | None = None
+    allowed_spaces: frozenset[str] | None = None
+    default_space: str | None = None
+
+    def admit(
+        self,
+        *,
+        authorization: str | None,
+        query_keys: Iterable[str] = (),
+        address: str = "unknown",
+        url_space: str | None = None,
+        host: str | None = None,
+        origin: str | None = None,
+    ) -> Caller:
+        """Given a request's credentials and where it came from, return who asks.
+
+        Raises:
+            InvalidPath: a token in the query string.
+            Unauthorized: a missing, malformed, unknown or revoked key (InvalidToken: another space's).
+            Forbidden: a keyless request whose Host or Origin is not loopback.
+            RateLimited: too many requests from this address or principal.
+        """
+        for name in query_keys:
+            if name in QUERY_TOKEN_NAMES:
+                raise InvalidPath(f"a token in the query string ({name}=…) is refused: send 'Authorization: Bearer'")
+        token: str | None = None
+        if authorization is not None:
+            scheme, _, value = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not value.strip():
+                raise Unauthorized("only 'Authorization: Bearer <token>' is accepted")
+            token = value.strip()
+        try:
+            caller = self.provider.authenticate(token)
+        except Unauthorized:
+            if self.rate_limit is not None:
+                self.rate_limit.check(f"addr:{address}")
+            raise
+        if self.rate_limit is not None:
+            self.rate_limit.check(f"principal:{caller.principal}")
+        if token is None:
+            if host is not None and not is_loopback_host(host):
+                raise Forbidden("without API keys this server answers only to loopback names (create a key)")
+            if origin is not None and not is_loopback_origin(origin):
+                raise Forbidden(f"without API keys the Origin {origin!r} may not use this server")
+            if url_space or self.default_space:
+                # Keyless (loopback) mode: the local owner works in whichever space the URL names.
+                caller = replace(caller, space=url_space or self.default_space or caller.space)
+        if url_space is not None and caller.space != url_space:
+            raise InvalidToken(f"this key is bound to another space, not {url_space!r}")
+        if self.allowed_spaces is not None and caller.space not in self.allowed_spaces:
+            raise InvalidToken(f"this server does not serve the space {caller.space!r}")
+        return caller

@@ -1,0 +1,77 @@
+"""The keyless loopback guard: with no API keys, only loopback names and pages reach the memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import AfiServer
+
+from afi.door import Door, InvalidToken, is_loopback_host, is_loopback_origin
+from afi.errors import Forbidden, InvalidPath
+from afi.providers.memory.provider import MemoryProvider
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1:8765", True),
+        ("localhost", True),
+        ("[::1]:8765", True),
+        ("127.8.9.10", True),
+        ("evil.example:8765", False),
+        ("10.0.0.5", False),
+        ("[2001:db8::1]:80", False),
+    ],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback
+
+
+def test_loopback_origins() -> None:
+    assert is_loopback_origin("http://localhost:3000")
+    assert is_loopback_origin("http://127.0.0.1:8765")
+    assert not is_loopback_origin("https://evil.example")
+
+
+def test_the_keyless_owner_is_served_only_on_loopback(tmp_path: Path) -> None:
+    door = Door(MemoryProvider(tmp_path / "a.db", tmp_path / "files"))
+    assert door.admit(authorization=None, host="127.0.0.1:8765").principal == "local"
+    with pytest.raises(Forbidden, match="loopback"):
+        door.admit(authorization=None, host="rebound.evil.example:8765")
+    with pytest.raises(Forbidden, match="Origin"):
+        door.admit(authorization=None, host="127.0.0.1:8765", origin="https://evil.example")
+    with pytest.raises(InvalidPath, match="query string"):
+        door.admit(authorization=None, query_keys=["token"])
+    assert door.admit(authorization=None, host="localhost", url_space="team").space == "team"
+
+
+def test_a_key_is_refused_at_another_space_url(tmp_path: Path) -> None:
+    from afi.providers.memory.keys import KeyStore
+
+    provider = MemoryProvider(tmp_path / "a.db", tmp_path / "files")
+    _, token = KeyStore(provider.db).create(space="default", scopes=("afi:read",))
+    door = Door(provider)
+    assert door.admit(authorization=f"Bearer {token}", host="evil.example").space == "default"
+    with pytest.raises(InvalidToken):
+        door.admit(authorization=f"Bearer {token}", url_space="team")
+
+
+def test_a_web_page_cannot_use_a_keyless_server(open_server: AfiServer) -> None:
+    base = open_server.url
+    ok = httpx.get(f"{base}/afi/list", params={"path": "/"})
+    assert ok.status_code == 200
+    rebound = httpx.get(f"{base}/afi/list", params={"path": "/"}, headers={"Host": "evil.example"})
+    assert rebound.status_code == 403 and rebound.json()["error"]["code"] == "forbidden"
+    page = httpx.put(
+        f"{base}/afi/write", params={"path": "/facts/pwned.md"}, content=b"x", headers={"Origin": "https://evil.example"}
+    )
+    assert page.status_code == 403
+    assert httpx.get(f"{base}/afi/stat", params={"path": "/facts/pwned.md"}).status_code == 404
+    mcp = httpx.post(
+        f"{base}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
+    )
+    assert mcp.status_code == 403
