@@ -21,7 +21,7 @@ from typing import Any
 import asyncssh
 
 from afi.client import LocalClient
-from afi.errors import AfiError, Internal, RateLimited, Unsupported
+from afi.errors import AfiError, Internal, RateLimited, TooLarge, Unsupported
 from afi.provider import Caller, Provider
 from afi.ratelimit import RateLimiter
 
@@ -197,8 +197,13 @@ class _SshServer:
         self.check_command(door)
         loop = asyncio.get_running_loop()
 
+        cap = self.limits.max_upload
+
         def stdin() -> Iterator[bytes]:
-            data = asyncio.run_coroutine_threadsafe(process.stdin.read(), loop).result()
+            # Read at most one byte past the cap: a client cannot stream gigabytes into the server.
+            data = asyncio.run_coroutine_threadsafe(process.stdin.read(cap + 1), loop).result()
+            if len(data) > cap:
+                raise TooLarge(f"standard input is over the {cap}-byte upload cap")
             if data:
                 yield data.encode("utf-8", "surrogateescape")
 

@@ -9,6 +9,7 @@ the search once three lines are out. Everything runs synchronously, in one worke
 from __future__ import annotations
 
 import fnmatch
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -18,6 +19,8 @@ from afi.model import Entry
 from afi.paths import join, normalize
 
 from .ssh_parse import Pipeline, Word, parse_line
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "COMMANDS",
@@ -227,7 +230,9 @@ class Shell:
             errors.append(error_line(err))
             return SSH_EXIT.get(err.code, 2)
         except Exception as err:  # a bug must end this line with an error, not the session
-            errors.append(error_line(Internal(f"the command failed: {type(err).__name__}: {err}")))
+            # The type only: an OSError's text can name host paths the client must not learn.
+            log.exception("an ssh command failed")
+            errors.append(error_line(Internal(f"the command failed ({type(err).__name__})")))
             return SSH_EXIT["internal"]
         finally:
             close = getattr(stream, "close", None)

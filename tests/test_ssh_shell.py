@@ -236,3 +236,29 @@ def test_stat_tree_search_agents_and_help(server: SshServer) -> None:
     for name in ("grep", "ls", "find", "search", "agents", "mkdir", "rm", "mv", "cp", "tree", "wc", "head", "tail"):
         assert f"  {name} " in help_text or f"  {name}\n" in help_text, name
     assert server.ssh("cat /.afi/manifest.json").text.startswith("{")
+
+
+
+def test_a_bug_reports_its_type_but_no_host_detail(tmp_path: Path) -> None:
+    import afi.bindings.ssh  # noqa: F401  (registers the shell's commands)
+    from afi.bindings.ssh_shell import Shell
+    from afi.client import LocalClient
+    from afi.provider import Caller
+    from afi.providers.memory.provider import MemoryProvider
+
+    real = LocalClient(MemoryProvider(tmp_path / "a.db", tmp_path / "files"), Caller("local"))
+
+    class Exploding:
+        def __getattr__(self, name: str) -> object:
+            if name == "manifest":
+                return real.manifest
+
+            def fail(*args: object, **kwargs: object) -> object:
+                raise FileNotFoundError(2, "No such file", "/srv/secret/host/path")
+
+            return fail
+
+    result = Shell(Exploding(), user="u", group="g").run_line("cat /facts/a.md")  # type: ignore[arg-type]
+    text = result.stderr.decode() if isinstance(result.stderr, bytes) else str(result.stderr)
+    assert "FileNotFoundError" in text and "/srv/secret" not in text
+    assert result.status != 0
