@@ -243,7 +243,8 @@ def create_memory(
     # the hash embedder ranks poorly on its own (LoCoMo dev recall@10: 23.3 vector vs 64.0 BM25), so by
     # default its vote counts less; a real sentence embedder gets equal weights (LoCoMo dev recall@10 with
     # MiniLM: 70.9 at k=10 against 65.3 at k=60)
-    base = HASH_FUSION if isinstance(embedder, HashEmbedder) else FusionSettings(k=10.0)
+    # chosen by the embedder's name, so a wrapper around the hash embedder (a cache) keeps its tuning
+    base = HASH_FUSION if embedder.name.startswith("hash-") else FusionSettings(k=10.0)
     resolved_fusion = FusionSettings.resolve(fusion, base)
     store = Store(db, embedder_name=embedder.name, dims=embedder.dims)
     return Memory(scope, embedder, resolved_limits, store, redactor, require_consent, resolved_fusion)
