@@ -152,11 +152,15 @@ class McpBinding:
         self._lock = threading.Lock()
         self.meta = discovery_tools({})
         self._afi_names = {name: spec for spec in self.afi for name in exposed_names(spec.name, tool_names)}
+        # Every name ever offered, by its input schema (the same for every caller offered it).
+        self._schemas = {name: spec.input_schema for name, spec in self._afi_names.items()}
+        self._schemas.update((spec.name, spec.input_schema) for spec in self.meta)
         self.server: Server[Any] = Server(
             "afi-memory",
             version=version,
             title="afi-memory",
             instructions=INSTRUCTIONS,
+            get_tool_input_schema=self.input_schema,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -178,6 +182,14 @@ class McpBinding:
             return self.default_info
         raise MCPError(types.INTERNAL_ERROR, "the transport attached no caller to this request")
 
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """Given a tool name, return its input schema (None: never offered here).
+
+        The SDK checks ``Mcp-Param-*`` headers of a 2026 Streamable HTTP call against it; without
+        this lookup it would run a whole ``tools/list`` before every call.
+        """
+        return self._schemas.get(name)
+
     # -- sessions ----------------------------------------------------------------------------
 
     def session_tools(self, info: RequestInfo) -> list[ToolSpec]:
@@ -189,6 +201,9 @@ class McpBinding:
             if tools is None:
                 tools = self.fabric.open(info.caller, info.session_id)
                 self._sessions[info.session_id] = tools
+                for spec in tools:
+                    names = exposed_names(spec.name, self.tool_names)
+                    self._schemas.update((name, spec.input_schema) for name in names)
         return tools
 
     def end_session(self, session_id: str) -> None:

@@ -16,11 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from afi.errors import InvalidPath
 from afi.model import DeleteResult, Entry, MatchPage, Page, ReadResult, SearchRequest, dump
 from afi.provider import Caller, Provider
+
+from .mcp_schema import model_output_schema
 
 __all__ = ["ToolOutput", "ToolSpec", "afi_tools", "read_output"]
 
@@ -56,10 +58,6 @@ class ToolSpec:
 
 def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
-
-
-def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema(by_alias=True, mode="serialization")
 
 
 _PATH = {"type": "string", "description": "Absolute AFI path, e.g. /facts/coffee.md or /files/notes/todo.txt"}
@@ -259,17 +257,17 @@ def afi_tools(provider: Provider) -> list[ToolSpec]:
     def move(caller: Caller, args: dict[str, Any]) -> ToolOutput:
         return _entry(provider.move(caller, args["from"], args["to"], overwrite=args.get("overwrite", False)))
 
-    entry_schema = _model_schema(Entry)
+    entry_schema = model_output_schema(Entry)
     table: list[tuple[str, ToolCall, dict[str, Any], bool, bool, bool]] = [
         # name, call, output schema, read_only, destructive, idempotent
         ("afi.manifest", manifest, {"type": "object", "additionalProperties": True}, True, False, True),
         ("afi.stat", stat, entry_schema, True, False, True),
-        ("afi.list", list_, _model_schema(Page), True, False, True),
+        ("afi.list", list_, model_output_schema(Page), True, False, True),
         ("afi.read", read, _READ_OUTPUT, True, False, True),
-        ("afi.search", search, _model_schema(MatchPage), True, False, True),
+        ("afi.search", search, model_output_schema(MatchPage), True, False, True),
         ("afi.write", write, entry_schema, False, True, False),
         ("afi.mkdir", mkdir, entry_schema, False, False, True),
-        ("afi.delete", delete, _model_schema(DeleteResult), False, True, True),
+        ("afi.delete", delete, model_output_schema(DeleteResult), False, True, True),
         ("afi.move", move, entry_schema, False, True, False),
     ]
     capabilities = set(provider.manifest().capabilities)

@@ -234,9 +234,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         if pending is not None:
             await self.fsetstat(pending, attrs)
             return
+        before = await self._run(self.provider.stat, self.caller, where)
         data = await self._read_all(where)
         resized = data[: attrs.size] + b"\0" * max(0, attrs.size - len(data))
-        await self._run(self.provider.write, self.caller, where, resized)
+        # if_match: a write that lands between the read and this one is refused, never lost
+        await self._run(self.provider.write, self.caller, where, resized, if_match=before.etag)
 
     async def fsetstat(self, file_obj: object, attrs: SFTPAttrs) -> None:
         handle = _handle(file_obj)
