@@ -12,7 +12,7 @@ from afi.errors import AfiError, InvalidPath, NotFound
 from afi.model import Entry
 
 from .fuse_base import WHOLE_CHUNK, WINDOW, FuseBase, fuse_error, log, mapped_errors
-from .fuse_handles import ReadHandle, SearchHandle, WriteHandle, render_matches
+from .fuse_handles import Fetch, ReadHandle, SearchHandle, WriteHandle, render_matches
 from .fuse_nodes import SEARCH_PATH, LocalFile, Node, entry_of_local
 
 __all__ = ["FileOps"]
@@ -83,9 +83,24 @@ class FileOps(FuseBase):
         local = self.locals.get(handle.path)
         if local is not None:
             return local.data[off : off + size]
-        result = await self._call(self.provider.read, handle.path, offset=off, length=max(size, WINDOW))
-        handle.start, handle.data, handle.eof = off, result.data, result.eof
-        return result.data[:size]
+        for fetch in list(handle.fetches):
+            if fetch.covers(off):
+                await fetch.done.wait()
+                served = fetch.serve(off, size)
+                if served is not None:
+                    return served
+        # Windows start on WINDOW boundaries, so reads in one window share its fetch in whatever order they come.
+        start = off - off % WINDOW
+        fetch = Fetch(start, max(WINDOW, off + size - start))
+        handle.fetches.append(fetch)
+        try:
+            result = await self._call(self.provider.read, handle.path, offset=start, length=fetch.length)
+            fetch.data, fetch.eof = result.data, result.eof
+            handle.window = fetch
+        finally:
+            handle.fetches.remove(fetch)
+            fetch.done.set()
+        return result.data[off - start : off - start + size]
 
     @mapped_errors
     async def write(self, fh: int, off: int, buf: bytes) -> int:

@@ -11,10 +11,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
+
 from afi.errors import AfiError, InvalidPath
 from afi.model import Entry, MatchPage, SearchRequest, dump
 
-__all__ = ["SEARCH_USAGE", "DirHandle", "ReadHandle", "Row", "SearchHandle", "WriteHandle", "render_matches"]
+__all__ = ["SEARCH_USAGE", "DirHandle", "Fetch", "ReadHandle", "Row", "SearchHandle", "WriteHandle", "render_matches"]
 
 SEARCH_USAGE = (
     b"afi search: on one open handle, write a JSON request such as\n"
@@ -26,23 +28,44 @@ SEARCH_USAGE = (
 
 
 @dataclass
-class ReadHandle:
-    """A file opened for reading: a window of its bytes fetched from the provider."""
+class Fetch:
+    """One provider read of a handle's window, in flight or done; other reads it covers wait for it."""
 
-    ino: int
-    path: str
-    start: int = 0
+    start: int
+    length: int
+    done: trio.Event = field(default_factory=trio.Event)
     data: bytes | None = None
     eof: bool = False
 
+    def covers(self, offset: int) -> bool:
+        return self.start <= offset < self.start + self.length
+
     def serve(self, offset: int, size: int) -> bytes | None:
-        """Given a read, return its bytes from the window, or ``None`` when they are not in it."""
+        """Given a read, return its bytes from what this fetch got, or ``None`` when they are not in it."""
         if self.data is None:
             return None
         end = self.start + len(self.data)
         if self.start <= offset and (offset + size <= end or self.eof):
             return self.data[offset - self.start : offset - self.start + size]
         return None
+
+
+@dataclass
+class ReadHandle:
+    """A file opened for reading: the window of its bytes fetched last, and the fetches in flight.
+
+    The kernel's readahead sends several reads at once; those that fall in a window already being
+    fetched wait for it instead of each fetching (most of) the same bytes again.
+    """
+
+    ino: int
+    path: str
+    window: Fetch | None = None
+    fetches: list[Fetch] = field(default_factory=list)
+
+    def serve(self, offset: int, size: int) -> bytes | None:
+        """Given a read, return its bytes from the window, or ``None`` when they are not in it."""
+        return None if self.window is None else self.window.serve(offset, size)
 
 
 @dataclass
