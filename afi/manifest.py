@@ -6,6 +6,7 @@ The schema ships twice, ``manifest/manifest.schema.json`` for readers of the rep
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -108,8 +109,7 @@ def validate_manifest(data: Mapping[str, Any]) -> None:
     Raises:
         Internal: the manifest does not validate; the message names the field and the rule broken.
     """
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(dict(data)), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator().iter_errors(dict(data)), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = "/".join(str(part) for part in first.absolute_path) or "(root)"
@@ -135,3 +135,9 @@ def manifest_problems(data: Mapping[str, Any]) -> list[str]:
     if "search" not in caps and modes:
         problems.append("search modes are declared but 'search' is not a capability")
     return problems
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """The schema's validator, compiled once per process."""
+    return jsonschema.Draft202012Validator(load_schema())

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ def _seed(db: Path, root: Path) -> str:
     return text
 
 
-async def _timed(pairs: dict[str, tuple[Call, Call]], calls: int) -> dict[str, dict[str, list[float]]]:
+async def _timed(pairs: Mapping[str, tuple[Call, Call]], calls: int) -> dict[str, dict[str, list[float]]]:
     """Given name → (ours, baseline), time each ``calls`` times, alternating in batches of 10."""
     samples: dict[str, dict[str, list[float]]] = {name: {"ours": [], "base": []} for name in pairs}
     for name, (ours, base) in pairs.items():
@@ -123,12 +123,16 @@ async def _http_side(url: str, calls: int, mode: str) -> dict[str, dict[str, lis
         return await _timed(pairs, calls)
 
 
-async def _stdio_side(db: Path, root: Path, folder: Path, calls: int) -> dict[str, dict[str, list[float]]]:
+async def _stdio_side(
+    db: Path, root: Path, folder: Path, calls: int, eras: dict[str, str]
+) -> dict[str, dict[str, list[float]]]:
     ours = StdioServerParameters(command=AFI[0], args=[*AFI[1:], "mcp", "--db", str(db), "--root", str(root)])
     env = {**os.environ, "npm_config_cache": str(NPM_CACHE), "npm_config_update_notifier": "false"}
     peer = StdioServerParameters(command="npx", args=["-y", FILESYSTEM, str(folder)], env=env)
     target = str(folder / "doc.txt")
     async with Client(ours, cache=None) as afi, Client(peer, cache=None) as reference:
+        # The era each side negotiated: the reference speaks only the handshake era, afi mcp the 2026 one too.
+        eras.update(afi=str(afi.protocol_version), reference=str(reference.protocol_version))
 
         async def read() -> Any:
             return _checked(await afi.call_tool("afi.read", {"path": "/files/bench/doc.txt"}))
@@ -169,13 +173,15 @@ def run(quick: bool = False, calls: int | None = None) -> dict[str, Any]:
             console.print("stdio comparison skipped: Node.js (npx) is not installed")
             result["stdio"] = "skipped: no Node.js"
         else:
-            samples = anyio.run(_stdio_side, db, root, root / "default" / "bench", calls)
+            eras: dict[str, str] = {}
+            samples = anyio.run(_stdio_side, db, root, root / "default" / "bench", calls, eras)
             rows = _rows(samples)
             title = f"stdio: afi mcp vs @modelcontextprotocol/server-filesystem, ms (goal: ratio <= {STDIO_GOAL})"
             print_table(title, ["verb", "afi p50", "afi p95", "ref p50", "ref p95", "p50 ratio"], rows)
             result["stdio"] = {
                 r[0]: dict(zip(("p50", "p95", "base_p50", "base_p95", "ratio"), r[1:], strict=True)) for r in rows
             }
+            result["stdio_protocol_versions"] = eras
     path = write_result("mcp", result)
     console.print(f"written to {path}")
     return result

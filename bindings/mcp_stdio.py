@@ -7,8 +7,8 @@ instead, so a line is parsed and a reply written without leaving the event loop.
 
 While serving the process's own stdio, fd 0 reads the null device and fd 1 writes to stderr (as the
 SDK does), so a stray ``print`` or a child process cannot corrupt the wire; both come back on exit,
-blocking again. Standard streams that are regular files (``afi mcp < requests.jsonl``) cannot be
-driven by pipe transports: they are served by the SDK's thread-based transport instead.
+blocking again. Standard streams that are not pipes or sockets (a terminal, /dev/null, a regular file
+as in ``afi mcp < requests.jsonl``) are served by the SDK's thread-based transport instead.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import selectors
 import stat
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -173,9 +174,21 @@ def _release(wire_in: int, wire_out: int) -> None:
             os.close(wire)
 
 
-def _pipe_like(fd: int) -> bool:
+def _pollable(fd: int, events: int) -> bool:
+    """True for a pipe or socket the event loop can watch.
+
+    Terminals are left to the thread-based transport: the loop would make the terminal's file
+    description non-blocking for the shell that shares it. Regular files and /dev/null cannot be watched.
+    """
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, events)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 @asynccontextmanager
@@ -189,7 +202,7 @@ async def stdio_streams(stdin: int | None = None, stdout: int | None = None) -> 
     """
     own = stdin is None and stdout is None
     in_fd, out_fd = 0 if stdin is None else stdin, 1 if stdout is None else stdout
-    if not (_on_asyncio() and _pipe_like(in_fd) and _pipe_like(out_fd)):
+    if not (_on_asyncio() and _pollable(in_fd, selectors.EVENT_READ) and _pollable(out_fd, selectors.EVENT_WRITE)):
         async with _threaded(None if own else (in_fd, out_fd)) as streams:
             yield streams
         return
@@ -212,21 +225,32 @@ async def stdio_streams(stdin: int | None = None, stdout: int | None = None) -> 
 
 @asynccontextmanager
 async def _threaded(fds: tuple[int, int] | None) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's thread-per-line transport, for regular files (and event loops other than asyncio)."""
+    """The SDK's thread-per-line transport, for what is not a pipe or socket (and loops other than asyncio)."""
     from mcp.server.stdio import stdio_server
 
     if fds is None:
-        async with stdio_server() as streams:
-            yield streams
+        async with stdio_server() as (reader, writer), _closing(reader, writer):
+            yield reader, writer
         return
-    text_in = open(fds[0], encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - closed below
-    text_out = open(fds[1], "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - closed below
+    with (
+        open(fds[0], encoding="utf-8", errors="replace", closefd=False) as text_in,
+        open(fds[1], "w", encoding="utf-8", closefd=False) as text_out,
+    ):
+        async with (
+            stdio_server(anyio.wrap_file(text_in), anyio.wrap_file(text_out)) as (reader, writer),
+            _closing(reader, writer),
+        ):
+            yield reader, writer
+
+
+@asynccontextmanager
+async def _closing(reader: Any, writer: Any) -> AsyncIterator[None]:
+    # The SDK's writer task ends only once the write stream is closed: Server.run closes both, a caller may not.
     try:
-        async with stdio_server(anyio.wrap_file(text_in), anyio.wrap_file(text_out)) as streams:
-            yield streams
+        yield
     finally:
-        text_in.close()
-        text_out.close()
+        await writer.aclose()
+        await reader.aclose()
 
 
 def _on_asyncio() -> bool:

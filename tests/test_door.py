@@ -65,7 +65,10 @@ def test_a_web_page_cannot_use_a_keyless_server(open_server: AfiServer) -> None:
     rebound = httpx.get(f"{base}/afi/list", params={"path": "/"}, headers={"Host": "evil.example"})
     assert rebound.status_code == 403 and rebound.json()["error"]["code"] == "forbidden"
     page = httpx.put(
-        f"{base}/afi/write", params={"path": "/facts/pwned.md"}, content=b"x", headers={"Origin": "https://evil.example"}
+        f"{base}/afi/write",
+        params={"path": "/facts/pwned.md"},
+        content=b"x",
+        headers={"Origin": "https://evil.example"},
     )
     assert page.status_code == 403
     assert httpx.get(f"{base}/afi/stat", params={"path": "/facts/pwned.md"}).status_code == 404

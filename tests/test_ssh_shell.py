@@ -238,7 +238,6 @@ def test_stat_tree_search_agents_and_help(server: SshServer) -> None:
     assert server.ssh("cat /.afi/manifest.json").text.startswith("{")
 
 
-
 def test_a_bug_reports_its_type_but_no_host_detail(tmp_path: Path) -> None:
     import afi.bindings.ssh  # noqa: F401  (registers the shell's commands)
     from afi.bindings.ssh_shell import Shell

@@ -167,7 +167,7 @@ def mcp(
         caller = provider.authenticate(token) if token else Caller(principal="local", space=space or "default")
         session_id = f"stdio-{os.getpid()}"
         info = stdio_info(caller, "discovery" if discovery else "tools", session_id)
-        # One client, whose calls arrive one line at a time: reads need no worker thread to stay concurrent.
+        # One client: a read run on the event loop saves a thread hop per call and holds up no one else.
         binding = mcp_binding(provider, db_path, tool_names=tool_names, default_info=info, inline_reads=True)
 
     async def serve() -> None:

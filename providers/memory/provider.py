@@ -120,11 +120,24 @@ class MemoryProvider:
             OrderedDict()
         )
         self._manifest_extra = dict(manifest_extra or {})
+        self._manifests: dict[bool, tuple[Manifest, bytes]] = {}  # by whether keys exist
 
     # -- discovery & auth ------------------------------------------------------------------
 
     def manifest(self) -> Manifest:
-        """The manifest, rebuilt per call: ``auth.required`` follows keys created while serving."""
+        """The manifest; ``auth.required`` follows keys created while serving (the only part that changes)."""
+        return self._manifest_and_body()[0]
+
+    def _manifest_and_body(self) -> tuple[Manifest, bytes]:
+        required = self._keys is not None and self._keys.count() > 0
+        cached = self._manifests.get(required)
+        if cached is None:
+            manifest = self._build_manifest(required)
+            body = (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode()
+            cached = self._manifests[required] = (manifest, body)
+        return cached
+
+    def _build_manifest(self, auth_required: bool) -> Manifest:
         embedder = self._space("default").fabric.memory.embedder
         return build_manifest(
             provider=PROVIDER_NAME,
@@ -132,7 +145,7 @@ class MemoryProvider:
             capabilities=["stat", "list", "read", "search", "write", "mkdir", "delete", "move"],
             search_modes=["exact", "regex", "semantic"],
             max_results=MAX_RESULTS,
-            auth_required=self._keys is not None and self._keys.count() > 0,
+            auth_required=auth_required,
             auth_methods=["bearer"],
             extra={
                 "x-note-kinds": ["fact", "procedure", "file", "working", "episode"],
@@ -303,7 +316,7 @@ class MemoryProvider:
                 self._grep_cache[key] = cached
                 while len(self._grep_cache) > GREP_CACHE_SIZE:
                     self._grep_cache.popitem(last=False)
-        fresh = sorted(c for c in self._unindexed_candidates(space) if is_within(c[0], scope))
+        fresh = sorted(c for c in self._unindexed_candidates(space, scope) if is_within(c[0], scope))
         return list(heapq.merge(cached[1], fresh)) if fresh else cached[1]
 
     def _indexed_candidates(self, space: _Space, literals: builtins.list[str], scope: str) -> builtins.list[Candidate]:
@@ -320,14 +333,19 @@ class MemoryProvider:
             )
         return sorted(c for c in found if is_within(c[0], scope))
 
-    def _unindexed_candidates(self, space: _Space) -> Iterator[Candidate]:
-        for label, note in space.fabric.blocks().items():
-            yield f"/working/{label}.md", "text", render_note(note)
-        yield f"/.afi/{MANIFEST_NAME}", "text", self._manifest_bytes().decode()
-        for obs in space.ledger.observations():
-            yield f"/episodes/{obs.id}.md", "text", render_note(episode_note(obs, space.fabric.memory.scope))
-        for sid in space.ledger.sessions():
-            yield f"/sessions/{sid}.md", "session", sid
+    def _unindexed_candidates(self, space: _Space, scope: str) -> Iterator[Candidate]:
+        """The small unindexed documents of the areas the scope reaches."""
+        if _overlaps(scope, "/working"):
+            for label, note in space.fabric.blocks().items():
+                yield f"/working/{label}.md", "text", render_note(note)
+        if _overlaps(scope, "/.afi"):
+            yield f"/.afi/{MANIFEST_NAME}", "text", self._manifest_bytes().decode()
+        if _overlaps(scope, "/episodes"):
+            for obs in space.ledger.observations():
+                yield f"/episodes/{obs.id}.md", "text", render_note(episode_note(obs, space.fabric.memory.scope))
+        if _overlaps(scope, "/sessions"):
+            for sid in space.ledger.sessions():
+                yield f"/sessions/{sid}.md", "session", sid
 
     def _load_texts(self, space: _Space, batch: builtins.list[Candidate]) -> builtins.list[str | None]:
         notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
@@ -610,7 +628,7 @@ class MemoryProvider:
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def _manifest_bytes(self) -> bytes:
-        return (json.dumps(self.manifest().model_dump(mode="json"), indent=2) + "\n").encode()
+        return self._manifest_and_body()[1]
 
     def _note_text(self, space: _Space, node: Node) -> tuple[Entry, str]:
         if node.area in ("episodes", "sessions"):
