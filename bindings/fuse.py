@@ -77,8 +77,14 @@ class AfiFS(FileOps):
             local = self.locals[node.path]
             local.data = local.data[:size].ljust(size, b"\x00")
         else:
-            whole = b"" if size == 0 else await self._whole(node.path)
-            entry = await self._call(self.provider.write, node.path, whole[:size].ljust(size, b"\x00"))
+            if size == 0:
+                entry = await self._call(self.provider.write, node.path, b"")
+            else:
+                # read-modify-write under if_match: a write landing in between is refused, never lost
+                before = await self._call(self.provider.stat, node.path)
+                whole = await self._whole(node.path)
+                resized = whole[:size].ljust(size, b"\x00")
+                entry = await self._call(self.provider.write, node.path, resized, if_match=before.etag)
             self.inodes.remember(node, entry)
 
     @mapped_errors

@@ -246,3 +246,17 @@ def test_xattrs_carry_the_entry(mount: Mount) -> None:
     assert os.getxattr(mount.path / "files" / "x.md", "user.afi.content_type") == b"text/markdown"
     entry = json.loads(os.getxattr(mount.path / "files" / "x.md", "user.afi.entry"))
     assert entry["path"] == "/files/x.md" and entry["size"] == 2
+
+
+def test_truncate_shortens_and_extends_a_workspace_file(mount: Mount, store: tuple[Path, Path]) -> None:
+    sh("mkdir -p files/trunc && printf 'abcdefgh' > files/trunc/t.bin", mount.path)
+    sh("truncate -s 3 files/trunc/t.bin", mount.path)
+    assert provider(store).read(_owner(), "/files/trunc/t.bin").data == b"abc"
+    sh("truncate -s 5 files/trunc/t.bin", mount.path)
+    assert provider(store).read(_owner(), "/files/trunc/t.bin").data == b"abc\x00\x00"
+
+
+def _owner() -> Any:
+    from afi.provider import Caller
+
+    return Caller(principal="local", space="default")
