@@ -81,6 +81,15 @@ def as_search_request(request_or_query: SearchRequest | SearchQuery | dict[str, 
         raise InvalidPath(f"bad search request: {err}") from None
 
 
+def search_body(request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> dict[str, Any]:
+    """The wire body of a search: a query object is sent as given, so the server (not the client)
+    judges its mode; anything else goes through :func:`as_search_request`."""
+    if isinstance(request_or_query, dict):
+        options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
+        return {"query": request_or_query, **options}
+    return dump(as_search_request(request_or_query, **kw))
+
+
 class LocalClient:
     """An :class:`AfiClient` that calls a provider in-process, as ``caller``."""
 
@@ -207,12 +216,7 @@ class HttpClient:
         )
 
     def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
-        if isinstance(request_or_query, dict):
-            # Sent as given, so the server (not this client) judges a query object.
-            options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
-            body = {"query": request_or_query, **options}
-        else:
-            body = dump(as_search_request(request_or_query, **kw))
+        body = search_body(request_or_query, **kw)
         return MatchPage.model_validate(self._send("POST", "/afi/search", json=body).json())
 
     def write(

@@ -27,9 +27,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
-from .client import as_search_request
+from .client import search_body
 from .errors import ERROR_CODES, AfiError, Internal, error_from_dict
-from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest, dump
+from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
 
 __all__ = ["McpClient"]
 
@@ -203,13 +203,7 @@ class McpClient:
         )
 
     def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
-        if isinstance(request_or_query, dict):
-            # Sent as given, so the server (not this client) judges a query object.
-            options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
-            args = {"query": request_or_query, **options}
-        else:
-            args = dump(as_search_request(request_or_query, **kw))
-        return MatchPage.model_validate(self.call("search", args))
+        return MatchPage.model_validate(self.call("search", search_body(request_or_query, **kw)))
 
     def write(
         self,

@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .client import as_search_request
+from .client import search_body
 from .errors import AfiError, Internal, InvalidPath, Unauthorized, error_from_dict
-from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest, dump
+from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
 
 __all__ = ["SshClient"]
 
@@ -143,13 +143,7 @@ class SshClient:
         return ReadResult.model_validate(body)
 
     def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
-        if isinstance(request_or_query, dict):
-            # Sent as given, so the server (not this client) judges a query object.
-            options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
-            params = {"query": request_or_query, **options}
-        else:
-            params = dump(as_search_request(request_or_query, **kw))
-        return MatchPage.model_validate(self.call("search", params))
+        return MatchPage.model_validate(self.call("search", search_body(request_or_query, **kw)))
 
     def write(
         self,

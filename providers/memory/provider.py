@@ -108,6 +108,8 @@ class MemoryProvider:
         embedder: Embedder | None = None,
         manifest_extra: dict[str, Any] | None = None,
     ) -> None:
+        if str(db) == ":memory:":
+            raise ValueError("MemoryProvider needs a database file: every worker thread opens its own connection")
         self.db = Path(db)
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
