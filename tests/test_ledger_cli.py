@@ -46,7 +46,7 @@ def test_a_session_from_the_command_line(tmp_path: Path) -> None:
     assert _afi(db, "session", "list")[1].split() == ["s1"]
     code, out = _afi(db, "search", "canary fleet", "--conversation", "s1", "--root", str(tmp_path / "files"))
     assert (
-        code == 0 and out.splitlines()[0] == "/sessions/s1.md:4: [1.000] [m2] " + out.splitlines()[0].split("[m2] ")[1]
+        code == 0 and out.splitlines()[0] == "/sessions/s1.md:4:[1.000] [m2] " + out.splitlines()[0].split("[m2] ")[1]
     )
     code, out = _afi(db, "search", "canary", "--path", "/sessions", "--json", "--root", str(tmp_path / "files"))
     assert code == 0 and {m["line"] for m in json.loads(out)["matches"]} == {3, 5}
@@ -64,3 +64,14 @@ def test_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "not_found" in out
     code, out = _afi(db, "search", "x", "--regex", "--semantic", "--root", str(tmp_path / "files"))
     assert code == 2 and "choose one" in out
+
+
+def test_search_prints_greps_layout_and_exits_1_on_no_match(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    root = str(tmp_path / "files")
+    code, _ = _afi(db, "remember", "fact", "User prefers metric units", "--name", "units", "--root", root)
+    assert code == 0
+    code, out = _afi(db, "search", "metric", "--path", "/facts", "--root", root)
+    assert code == 0 and out.strip().splitlines() == ["/facts/units.md:10:User prefers metric units"]
+    code, out = _afi(db, "search", "zebra-never-said", "--root", root)
+    assert code == 1 and out.strip() == ""

@@ -52,11 +52,12 @@ def search(
         if as_json:
             typer.echo(json.dumps(dump(page), indent=2))
             return
-        if not page.matches:
-            typer.echo("no matches")
         for match in page.matches:
-            score = f" [{match.score:.3f}]" if match.score is not None else ""
-            typer.echo(f"{match.path}:{match.line}:{score} {match.text}")
+            # grep's own layout (path:line:text), with the score in front of the text when there is one
+            score = f"[{match.score:.3f}] " if match.score is not None else ""
+            typer.echo(f"{match.path}:{match.line}:{score}{match.text}")
+        if not page.matches:
+            raise typer.Exit(1)  # as grep: no match is exit status 1, with nothing printed
 
 
 def register(app: typer.Typer) -> None:
