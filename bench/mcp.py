@@ -144,7 +144,9 @@ async def _stdio_side(
             return _checked(await reference.call_tool("read_text_file", {"path": target}))
 
         async def ref_search() -> Any:
-            return _checked(await reference.call_tool("search_files", {"path": str(folder), "pattern": "doc"}))
+            # a glob that finds the one file, so both sides answer one hit (a pattern that matches nothing
+            # would make the reference's answer a bare "No matches found")
+            return _checked(await reference.call_tool("search_files", {"path": str(folder), "pattern": "doc*"}))
 
         return await _timed({"afi.read": (read, ref_read), "afi.search": (search, ref_search)}, calls)
 

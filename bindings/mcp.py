@@ -32,6 +32,7 @@ from afi.manifest import VERBS
 from afi.provider import Caller, Provider
 from afi.receipts import Claim, ReceiptStore, no_key
 
+from .mcp_check import QuickCheck, quick_check
 from .mcp_discovery import CALL_TOOL, discovery_tools
 from .mcp_resources import list_resources, list_templates, read_resource
 from .mcp_tools import ToolOutput, ToolSpec, afi_tools
@@ -148,6 +149,7 @@ class McpBinding:
         self.inline_reads = inline_reads
         self.afi = afi_tools(provider)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._quick: dict[str, QuickCheck | None] = {}
         self._sessions: dict[str, list[ToolSpec]] = {}
         self._lock = threading.Lock()
         self.meta = discovery_tools({})
@@ -345,6 +347,11 @@ class McpBinding:
         return _success(output, durable)
 
     def _validate(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
+        if spec.name not in self._quick:
+            self._quick[spec.name] = quick_check(spec.input_schema)
+        quick = self._quick[spec.name]
+        if quick is not None and quick(arguments):
+            return
         validator = self._validators.get(spec.name)
         if validator is None:
             validator = jsonschema.Draft202012Validator(spec.input_schema)
