@@ -382,3 +382,32 @@ def test_moving_a_symlink_never_indexes_what_it_points_at(provider: MemoryProvid
     provider.move(OWNER, "/files/d", "/files/e")
     provider.move(OWNER, "/files/e/link", "/files/e/link2")
     assert provider.search(OWNER, SearchRequest(query="PRIVATE KEY")).matches == []
+
+
+def test_if_match_lets_exactly_one_of_two_racing_writers_through(provider: MemoryProvider) -> None:
+    import threading
+
+    def race(path: str, etag: str) -> list[str]:
+        barrier = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def writer(text: bytes) -> None:
+            barrier.wait()
+            try:
+                provider.write(OWNER, path, text, if_match=etag)
+                outcomes.append("ok")
+            except Conflict:
+                outcomes.append("conflict")
+
+        threads = [threading.Thread(target=writer, args=(f"writer {n}: something else".encode(),)) for n in (1, 2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sorted(outcomes)
+
+    for round_ in range(10):
+        path = f"/facts/race{round_}.md"
+        etag = provider.write(OWNER, path, b"first version of the race note").etag
+        assert etag is not None
+        assert race(path, etag) == ["conflict", "ok"]

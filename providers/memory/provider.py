@@ -118,6 +118,7 @@ class MemoryProvider:
         self._keys = keys if keys is not None else _default_keys(self.db)
         self._spaces: dict[str, _Space] = {}
         self._lock = threading.Lock()
+        self._write_locks: dict[str, threading.RLock] = {}
         self._grep_cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[tuple[int, int], list[Candidate]]] = (
             OrderedDict()
         )
@@ -597,8 +598,11 @@ class MemoryProvider:
         return node
 
     def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T]) -> T:
+        """Run one write verb under the space's write lock (so a check such as if_match and the write it
+        guards cannot interleave with another thread's write), and record it in the audit table."""
         try:
-            result = run()
+            with self._write_lock(caller.space):
+                result = run()
         except AfiError as err:
             self._audit(caller, verb, path, err.code)
             raise
@@ -613,6 +617,10 @@ class MemoryProvider:
             raise
         self._audit(caller, verb, path, "ok")
         return result
+
+    def _write_lock(self, space: str) -> threading.RLock:
+        with self._lock:
+            return self._write_locks.setdefault(space, threading.RLock())
 
     def _audit(self, caller: Caller, verb: str, path: str, result: str) -> None:
         with self._db.transaction() as conn:
