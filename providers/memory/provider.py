@@ -26,7 +26,6 @@ from afi.model import (
     DeleteResult,
     Entry,
     Manifest,
-    Match,
     MatchPage,
     Page,
     ReadResult,
@@ -39,18 +38,15 @@ from afi.paths import is_within, normalize
 from afi.provider import Caller
 
 from .conversation import (
-    TRANSCRIPT_HEADER_LINES,
-    LedgerSource,
     episode_note,
     episode_recall,
-    render_transcript,
-    search_conversation,
 )
 from .cursor import decode_cursor, encode_cursor
 from .embedders import Embedder
 from .entries import EPOCH, block_entry, dir_entry, file_entry, manifest_entry, row_entry
 from .fabric import MemoryFabric, create_memory_fabric
 from .ledger import Ledger, apply_op
+from .ledger_views import conversation_matches, ledger_text
 from .memory import space_memory
 from .notes_view import NotesView, rendered_etag
 from .render import parse_note, render_note
@@ -234,9 +230,15 @@ class MemoryProvider:
             rows = space.notes.list_history(after=after, glob=_sql_glob(glob), limit=limit + 1)
             return _page([row_entry(f"/history/{r.id}.md", r, writable=False) for r in rows], limit)
         elif node.area == "episodes" and node.is_area_root:
-            entries = [self._ledger_entry(space, f"/episodes/{o.id}.md") for o in space.ledger.observations()]
+            entries = [
+                ledger_text(space.ledger, space.fabric.memory.scope, f"/episodes/{o.id}.md")[0]
+                for o in space.ledger.observations()
+            ]
         elif node.area == "sessions" and node.is_area_root:
-            entries = [self._ledger_entry(space, f"/sessions/{sid}.md") for sid in space.ledger.sessions()]
+            entries = [
+                ledger_text(space.ledger, space.fabric.memory.scope, f"/sessions/{sid}.md")[0]
+                for sid in space.ledger.sessions()
+            ]
         else:
             self.stat(caller, path)  # not_found when absent
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
@@ -287,7 +289,7 @@ class MemoryProvider:
         limit = _check_limit(request.limit, MAX_RESULTS)
         space = self._space(caller.space)
         if isinstance(request.query, ConversationQuery):
-            return self._conversation(space, request.query, min(limit, 100))
+            return conversation_matches(space.ledger, request.query, min(limit, 100))
         if query_mode(request.query) == "semantic":
             return self._semantic(space, request, scope, limit)
         if is_within(scope, "/files") or scope == "/":
@@ -360,7 +362,7 @@ class MemoryProvider:
             elif source == "file":
                 texts.append(files.get(key))
             elif source == "session":
-                texts.append(self._ledger_text(space, path)[1])
+                texts.append(ledger_text(space.ledger, space.fabric.memory.scope, path)[1])
             else:
                 texts.append(str(key))
         return texts
@@ -643,7 +645,7 @@ class MemoryProvider:
     def _note_text(self, space: _Space, node: Node) -> tuple[Entry, str]:
         if node.area in ("episodes", "sessions"):
             node.note_name  # noqa: B018 - refuses nested or non-.md names
-            return self._ledger_text(space, node.path)
+            return ledger_text(space.ledger, space.fabric.memory.scope, node.path)
         name = node.note_name
         if node.area == "working":
             note = space.fabric.blocks().get(name)
@@ -661,51 +663,6 @@ class MemoryProvider:
         return self._note_text(space, node)[0]
 
     # -- the observational ledger: /episodes, /sessions, x-conversation, ledger writes -------
-
-    def _ledger_text(self, space: _Space, path: str) -> tuple[Entry, str]:
-        area, _, rest = path[1:].partition("/")
-        name = rest[:-3]
-        if area == "episodes":
-            obs = space.ledger.observation(name)
-            if obs is None:
-                raise NotFound("no such episode", path=path)
-            text = render_note(episode_note(obs, space.fabric.memory.scope))
-            mtime = ctime = obs.timestamp
-        else:
-            session = space.ledger.find_session(name)
-            if session is None:
-                raise NotFound("no such session", path=path)
-            text = render_transcript(session)
-            ctime = mtime = EPOCH
-            stamps = [e.timestamp for e in session.iter_entries()]
-            if stamps:
-                ctime, mtime = stamps[0], max(stamps)
-        entry = Entry(path=path, type="file", size=len(text.encode()), mtime=mtime, ctime=ctime,
-                      content_type="text/markdown", etag=rendered_etag(text),
-                      attributes={"permissions": "r", "x-kind": "episode" if area == "episodes" else "session",
-                                  "x-id": name})  # fmt: skip
-        return entry, text
-
-    def _ledger_entry(self, space: _Space, path: str) -> Entry:
-        return self._ledger_text(space, path)[0]
-
-    def _conversation(self, space: _Space, query: ConversationQuery, top_k: int) -> MatchPage:
-        session = space.ledger.find_session(query.session)
-        if session is None:
-            raise NotFound("no such session", path=f"/sessions/{query.session}.md")
-        result = search_conversation(LedgerSource(session), query.conversation, limit=query.page_limit,
-                                     direction=query.direction, detail=query.detail, top_k=top_k)  # fmt: skip
-        matches = []
-        for hit in result.hits:
-            entry = session.entry(hit.entry_id)
-            assert entry is not None
-            line = f"[{entry.id}] ({entry.timestamp}) {entry.role}: {' '.join(entry.text.split())}"
-            explain = {"entry_id": hit.entry_id, "timestamp": hit.timestamp, "scanned": result.scanned,
-                       "page": hit.page.model_dump(exclude_none=True)}  # fmt: skip
-            matches.append(Match(path=f"/sessions/{session.id}.md", line=entry.position + TRANSCRIPT_HEADER_LINES + 1,
-                                 text=line if len(line) <= 256 else line[:255] + "…", score=hit.score,
-                                 x_explain=explain, x_id=hit.entry_id, x_kind="message"))  # fmt: skip
-        return MatchPage(matches=matches)
 
     def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
         """Append to a session's branch (``op`` one of LEDGER_OPS); needs afi:write, audited."""
