@@ -48,7 +48,8 @@ def split_flags(args: list[str], takes_value: str = "") -> tuple[dict[str, str],
     return flags, operands
 
 
-def _known(flags: dict[str, str], allowed: str, name: str) -> None:
+def known_flags(flags: dict[str, str], allowed: str, name: str) -> None:
+    """Refuse any option letter a command does not take."""
     for letter in flags:
         if letter not in allowed:
             raise InvalidPath(f"{name}: unknown option -{letter}; see 'help'")
@@ -70,7 +71,7 @@ def _count(value: str, name: str) -> int:
 @command("ls", "ls [-l] [-a] [-A] [-d] [-1] [PATH...]", "list folders (ls -la shows GNU's columns)")
 def ls(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "laAd1", "ls")
+    known_flags(flags, "laAd1", "ls")
     long, show_all, almost, as_file = "l" in flags, "a" in flags, "A" in flags or "a" in flags, "d" in flags
     files: list[tuple[str, Entry]] = []
     folders: list[tuple[str, Entry]] = []
@@ -111,7 +112,7 @@ def _rows(shell: Shell, rows: list[tuple[str, Entry]], long: bool, *, total: boo
 @command("stat", "stat [-j] PATH...", "an entry's size, times, type and attributes (-j: the AFI Entry as JSON)")
 def stat(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "j", "stat")
+    known_flags(flags, "j", "stat")
     if not operands:
         raise InvalidPath("stat: give a path, e.g. stat /facts")
     for operand in operands:
@@ -162,7 +163,7 @@ def _head_tail_options(args: list[str], name: str) -> tuple[str, int, bool, list
     """Return (unit 'n'|'c', count, from_start for tail's +N, operands)."""
     normalised = [f"-n{a[1:]}" if a[:1] == "-" and a[1:].isdigit() else a for a in args]
     flags, operands = split_flags(normalised, takes_value="nc")
-    _known(flags, "nc", name)
+    known_flags(flags, "nc", name)
     unit = "c" if "c" in flags else "n"
     raw = flags.get(unit, "10")
     from_start = raw.startswith("+")
@@ -215,7 +216,7 @@ def tail(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 @command("wc", "wc [-l] [-w] [-c] [-m] [FILE...]", "count lines, words and bytes, as GNU wc prints them")
 def wc(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "lwcm", "wc")
+    known_flags(flags, "lwcm", "wc")
     wanted = [f for f in "lwmc" if f in flags] or ["l", "w", "c"]
     rows: list[tuple[list[int], str | None]] = []
     sizes = 0
@@ -305,7 +306,7 @@ def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 @command("tree", "tree [-L N] [PATH]", "draw a folder and everything below it")
 def tree(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args, takes_value="L")
-    _known(flags, "L", "tree")
+    known_flags(flags, "L", "tree")
     max_depth = _count(flags["L"], "tree -L") if "L" in flags else None
     operand = operands[0] if operands else "."
     top = shell.client.stat(shell.path(operand))
@@ -348,7 +349,7 @@ def _draw(
 @command("search", "search [-n N] [-p PATH] [-t MIN] [-x] QUESTION...", "semantic search: notes ranked by score")
 def search(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args, takes_value="npt")
-    _known(flags, "nptx", "search")
+    known_flags(flags, "nptx", "search")
     question = " ".join(operands).strip()
     if not question:
         raise InvalidPath('search: ask a question, e.g. search "what does Alice drink"')

@@ -11,22 +11,16 @@ from collections.abc import Iterator
 from afi.errors import AfiError, InvalidPath, NotFound
 from afi.paths import basename, join
 
-from .ssh_cmds import split_flags
+from .ssh_cmds import known_flags, split_flags
 from .ssh_shell import Io, Shell, command, read_operand
 
 __all__: list[str] = []
 
 
-def _known(flags: dict[str, str], allowed: str, name: str) -> None:
-    for letter in flags:
-        if letter not in allowed:
-            raise InvalidPath(f"{name}: unknown option -{letter}; see 'help'")
-
-
 @command("mkdir", "mkdir [-p] PATH...", "make folders under /files", writes=True)
 def mkdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "p", "mkdir")
+    known_flags(flags, "p", "mkdir")
     if not operands:
         raise InvalidPath("mkdir: give a folder to make")
     for operand in operands:
@@ -40,7 +34,7 @@ def mkdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 @command("rm", "rm [-r] [-f] PATH...", "delete files and folders; deleting a note forgets it", writes=True)
 def rm(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "rRf", "rm")
+    known_flags(flags, "rRf", "rm")
     if not operands and "f" not in flags:
         raise InvalidPath("rm: give a path to delete")
     recursive = "r" in flags or "R" in flags
@@ -90,7 +84,7 @@ def _into(shell: Shell, sources: list[str], target: str) -> list[tuple[str, str]
 @command("mv", "mv [-f] SOURCE... TARGET", "move or rename (within one area)", writes=True)
 def mv(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "fn", "mv")
+    known_flags(flags, "fn", "mv")
     if len(operands) < 2:
         raise InvalidPath("mv: give a source and a target")
     for src, dst in _into(shell, operands[:-1], operands[-1]):
@@ -104,7 +98,7 @@ def mv(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 @command("cp", "cp SOURCE... TARGET", "copy files (a note copied to a note path is remembered anew)", writes=True)
 def cp(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "f", "cp")
+    known_flags(flags, "f", "cp")
     if len(operands) < 2:
         raise InvalidPath("cp: give a source and a target")
     for src, dst in _into(shell, operands[:-1], operands[-1]):
@@ -136,7 +130,7 @@ def touch(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 @command("tee", "tee [-a] FILE", "write the input to FILE and print it", writes=True)
 def tee(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
-    _known(flags, "a", "tee")
+    known_flags(flags, "a", "tee")
     if len(operands) != 1:
         raise InvalidPath("tee: give one file")
     data = b"".join(io.stdin)
