@@ -53,3 +53,54 @@ def test_root_behind_a_symlink_is_its_real_path(tmp_path: Path) -> None:
     jail = FileJail(tmp_path / "alias")
     assert jail.root == real.resolve()
     assert jail.resolve("x") == real.resolve() / "x"
+
+
+@pytest.fixture(params=["openat2", "check-then-open"])
+def opener(request: pytest.FixtureRequest, jail: FileJail, monkeypatch: pytest.MonkeyPatch) -> FileJail:
+    """The same jail, opening through the kernel's openat2 or through the portable fallback."""
+    from afi.providers.memory import jail as jail_module
+
+    if request.param == "check-then-open":
+        monkeypatch.setattr(jail_module._openat2, "_syscall", None)
+    elif not jail_module._openat2.available:
+        pytest.skip("this kernel or platform has no openat2")
+    return jail
+
+
+def test_open_reads_a_file_inside(opener: FileJail) -> None:
+    (opener.root / "a").mkdir()
+    (opener.root / "a" / "b.txt").write_text("hello")
+    fd = opener.open("a/b.txt", os.O_RDONLY)
+    try:
+        assert os.read(fd, 10) == b"hello"
+    finally:
+        os.close(fd)
+
+
+def test_open_missing_and_folder_raise_as_os_open(opener: FileJail) -> None:
+    (opener.root / "dir").mkdir()
+    with pytest.raises(FileNotFoundError):
+        opener.open("nope.txt", os.O_RDONLY)
+    with pytest.raises(IsADirectoryError):
+        opener.open("dir", os.O_WRONLY)
+
+
+@pytest.mark.parametrize("where", ["leaf", "parent"])
+def test_open_refuses_symlinks(opener: FileJail, tmp_path: Path, where: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("s")
+    if where == "leaf":
+        os.symlink(outside / "secret", opener.root / "link")
+        relative = "link"
+    else:
+        os.symlink(outside, opener.root / "link")
+        relative = "link/secret"
+    with pytest.raises(MemoryValidationError, match="outside the workspace root"):
+        opener.open(relative, os.O_RDONLY)
+
+
+def test_open_refuses_escapes(opener: FileJail) -> None:
+    for bad in ("../x", "/etc/passwd", "a\x00b"):
+        with pytest.raises(MemoryValidationError):
+            opener.open(bad, os.O_RDONLY)

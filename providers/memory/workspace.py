@@ -151,10 +151,11 @@ class Workspace:
         return children
 
     def read(self, rel: str, afi_path: str, offset: int, length: int | None) -> tuple[bytes, FileStat]:
-        target = self._resolve(rel, afi_path)
         try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
+            fd = self.jail.open(rel, os.O_RDONLY)
+        except MemoryValidationError as err:
+            raise InvalidPath(err.message, path=afi_path) from None
+        except (FileNotFoundError, NotADirectoryError):
             raise NotFound("no such file", path=afi_path) from None
         except IsADirectoryError:
             raise InvalidPath("this is a folder: list it instead of reading it", path=afi_path) from None
@@ -168,7 +169,7 @@ class Workspace:
             data = os.pread(fd, want, offset) if want else b""
         finally:
             os.close(fd)
-        return data, _file_stat(target.name, st)
+        return data, _file_stat(rel.rpartition("/")[2], st)
 
     def _link_target(self, target: Path, st: os.stat_result) -> str | None:
         if not stat_mod.S_ISLNK(st.st_mode):
