@@ -62,7 +62,7 @@ def opener(request: pytest.FixtureRequest, jail: FileJail, monkeypatch: pytest.M
 
     if request.param == "check-then-open":
         monkeypatch.setattr(jail_module._openat2, "_syscall", None)
-    elif not jail_module._openat2.available:
+    elif not _kernel_jail(jail):
         pytest.skip("this kernel or platform has no openat2")
     return jail
 
@@ -104,3 +104,47 @@ def test_open_refuses_escapes(opener: FileJail) -> None:
     for bad in ("../x", "/etc/passwd", "a\x00b"):
         with pytest.raises(MemoryValidationError):
             opener.open(bad, os.O_RDONLY)
+
+
+def test_open_refuses_text_that_is_not_a_path(opener: FileJail) -> None:
+    with pytest.raises(MemoryValidationError, match="not valid text"):
+        opener.open("bad\ud800", os.O_RDONLY)
+    with pytest.raises(ValueError, match="O_PATH"):
+        opener.open("x", os.O_PATH)
+
+
+def test_a_refused_open_does_not_turn_the_kernel_check_off(jail: FileJail, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EPERM for one file (an immutable file, say) is that file's answer, not a sign openat2 is filtered."""
+    import ctypes
+    import errno
+
+    from afi.providers.memory import jail as jail_module
+
+    if not _kernel_jail(jail):
+        pytest.skip("this kernel or platform has no openat2")
+    real = jail_module._openat2._syscall
+    assert real is not None
+
+    def refusing(number: object, dir_fd: object, path: ctypes.c_char_p, *rest: object) -> int:
+        if path.value == b"frozen.txt":
+            ctypes.set_errno(errno.EPERM)
+            return -1
+        return real(number, dir_fd, path, *rest)
+
+    monkeypatch.setattr(jail_module._openat2, "_syscall", refusing)
+    (jail.root / "frozen.txt").write_text("f")
+    (jail.root / "other.txt").write_text("o")
+    with pytest.raises(PermissionError):
+        jail.open("frozen.txt", os.O_RDONLY)
+    assert jail_module._openat2._syscall is refusing
+    os.close(jail.open("other.txt", os.O_RDONLY))
+
+
+def _kernel_jail(jail: FileJail) -> bool:
+    from afi.providers.memory import jail as jail_module
+
+    root_fd = os.open(jail.root, os.O_PATH | os.O_DIRECTORY)
+    try:
+        return jail_module._openat2.usable(root_fd)
+    finally:
+        os.close(root_fd)

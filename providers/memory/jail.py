@@ -8,18 +8,20 @@ not), so nothing outside the root is ever reached through the workspace.
 ``openat2`` call with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`` relative to the root, so the kernel
 refuses a symlink even if one is swapped in between a check and the open. Elsewhere (or where a
 seccomp filter refuses ``openat2``) it checks with :meth:`FileJail.resolve` and opens with
-``O_NOFOLLOW``.
+``O_NOFOLLOW``. Writes work inside :meth:`FileJail.folder`, a descriptor reached one component at a
+time with ``O_NOFOLLOW``, and name their file relative to it (``dir_fd``), so they are race-free too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import platform
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import MemoryValidationError
@@ -29,7 +31,8 @@ __all__ = ["FileJail"]
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
-_SYS_OPENAT2 = 437  # one number on every architecture that gained openat2 (5.6+), alpha aside
+_SYS_OPENAT2 = 437  # the generic number: x86, arm, arm64, riscv, s390, ppc (alpha and mips differ)
+_CREATES = os.O_CREAT | getattr(os, "O_TMPFILE", 0)
 
 
 class _OpenHow(ctypes.Structure):
@@ -37,7 +40,7 @@ class _OpenHow(ctypes.Structure):
 
 
 def _load_syscall() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux") or platform.machine() == "alpha":
+    if not sys.platform.startswith("linux") or platform.machine().startswith(("alpha", "mips")):
         return None
     try:
         return ctypes.CDLL(None, use_errno=True).syscall
@@ -46,20 +49,32 @@ def _load_syscall() -> Callable[..., int] | None:
 
 
 class _Openat2:
-    """``openat2`` through libc's ``syscall``; switches itself off where the kernel lacks or refuses it."""
+    """``openat2`` through libc's ``syscall``, once a first probe has shown that the kernel allows it."""
 
     def __init__(self) -> None:
         self._syscall = _load_syscall()
+        self._probed = False
 
-    @property
-    def available(self) -> bool:
+    def usable(self, dir_fd: int) -> bool:
+        """Whether openat2 works here; the first call probes it on ``dir_fd`` (the answer then holds)."""
+        if self._syscall is None or self._probed:
+            return self._syscall is not None
+        self._probed = True
+        try:
+            os.close(self._open(dir_fd, ".", os.O_PATH | os.O_DIRECTORY, 0))
+        except OSError:  # ENOSYS: an older kernel; EPERM: a seccomp filter; anything else: not trusted
+            self._syscall = None
         return self._syscall is not None
 
-    def __call__(self, dir_fd: int, relative: str, flags: int, mode: int) -> int | None:
-        """Open ``relative`` beneath ``dir_fd`` following no symlink; ``None`` when openat2 is unusable."""
-        if self._syscall is None:
-            return None
-        how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, _JAILED)
+    def __call__(self, dir_fd: int, relative: str, flags: int, mode: int) -> int:
+        """Open ``relative`` beneath ``dir_fd`` following no symlink (:meth:`usable` must be true)."""
+        return self._open(dir_fd, relative, flags, mode)
+
+    def _open(self, dir_fd: int, relative: str, flags: int, mode: int) -> int:
+        assert self._syscall is not None
+        creates = flags & os.O_CREAT or (flags & _CREATES) == _CREATES  # O_TMPFILE includes O_DIRECTORY
+        flags |= os.O_CLOEXEC | getattr(os, "O_LARGEFILE", 0)  # glibc's open() adds O_LARGEFILE; a raw call must
+        how = _OpenHow(flags, mode if creates else 0, _JAILED)
         fd = int(
             self._syscall(
                 ctypes.c_long(_SYS_OPENAT2),
@@ -69,16 +84,14 @@ class _Openat2:
                 ctypes.c_size_t(ctypes.sizeof(how)),
             )
         )
-        if fd >= 0:
-            return fd
-        code = ctypes.get_errno()
-        if code in (errno.ENOSYS, errno.EPERM, errno.E2BIG):  # old kernel, seccomp, another struct size
-            self._syscall = None
-            return None
-        raise OSError(code, os.strerror(code), relative)
+        if fd < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), relative)
+        return fd
 
 
 _JAILED = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
+_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
 _openat2 = _Openat2()
 
 
@@ -101,6 +114,10 @@ class FileJail:
             raise MemoryValidationError("the workspace path contains a NUL byte")
         if relative.startswith("/"):
             raise MemoryValidationError(f"absolute paths are refused: {relative!r} must be relative to the root")
+        try:
+            os.fsencode(relative)
+        except UnicodeEncodeError:
+            raise MemoryValidationError(f"the workspace path is not valid text: {relative!r}") from None
         parts = [p for p in relative.split("/") if p not in ("", ".")]
         if ".." in parts:
             raise MemoryValidationError(f"'..' is refused in workspace paths: {relative!r}")
@@ -110,7 +127,8 @@ class FileJail:
         """Given a path relative to the root (``""`` or ``"."`` is the root), return the real path.
 
         Raises:
-            MemoryValidationError: absolute, ``..``, NUL, a symlink on the way, or outside the root.
+            MemoryValidationError: absolute, ``..``, NUL, not text, a symlink on the way.
+            OSError: a component could not be examined (``PermissionError``, ``ENAMETOOLONG``).
         """
         parts = self._parts(relative)
         # The root is canonical, so the path is its own real path exactly when no existing component
@@ -134,21 +152,64 @@ class FileJail:
         Raises:
             MemoryValidationError: as :meth:`resolve`, or a symlink met while opening.
             OSError: as :func:`os.open` would (``FileNotFoundError``, ``IsADirectoryError``, ...).
+            ValueError: ``O_PATH`` was asked (it could name a symlink itself).
         """
+        if flags & os.O_PATH:
+            raise ValueError("FileJail.open opens files to use them; O_PATH is not offered")
         parts = self._parts(relative)
-        if parts and _openat2.available:
+        if parts:
             root_fd = os.open(self._root_text, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                fd = _openat2(root_fd, "/".join(parts), flags, mode)
+                if _openat2.usable(root_fd):
+                    return _openat2(root_fd, "/".join(parts), flags, mode)
             except OSError as err:
                 if err.errno in (errno.ELOOP, errno.EXDEV):
                     raise self._symlink_refused(relative, os.path.join(self._root_text, *parts)) from None
                 raise
             finally:
                 os.close(root_fd)
-            if fd is not None:
-                return fd
         return os.open(self.resolve(relative), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+    def split(self, relative: str) -> tuple[str, str]:
+        """Given a path relative to the root, return (its folder, its name); the root is ``("", "")``.
+
+        Raises:
+            MemoryValidationError: as :meth:`resolve`.
+        """
+        parts = self._parts(relative)
+        return ("/".join(parts[:-1]), parts[-1]) if parts else ("", "")
+
+    @contextlib.contextmanager
+    def folder(self, relative: str, *, create: bool = False) -> Iterator[int]:
+        """Yield a descriptor of the folder ``relative`` (the root for ``""``) for ``dir_fd`` calls.
+
+        The walk opens one component at a time from the root with ``O_NOFOLLOW``, so no symlink is
+        followed even one swapped in meanwhile, and every ``*at`` call made with the descriptor stays
+        inside. ``create`` makes the folders that are missing on the way.
+
+        Raises:
+            MemoryValidationError: as :meth:`resolve`, or a symlink on the way.
+            FileNotFoundError: a folder on the way is missing (and ``create`` is false).
+            NotADirectoryError: a component on the way is a file.
+        """
+        parts = self._parts(relative)
+        fd = os.open(self._root_text, _FOLDER)
+        try:
+            for part in parts:
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                try:
+                    child = os.open(part, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+                except NotADirectoryError:
+                    if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                        raise self._symlink_refused(relative, os.path.join(self._root_text, *parts)) from None
+                    raise
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
 
     def _symlink_refused(self, relative: str, at: str) -> MemoryValidationError:
         real = os.path.realpath(at)

@@ -237,7 +237,7 @@ class _Files:
     def read(self, requested: str) -> dict[str, Any]:
         jail = self.jail(create=False)
         target = jail.resolve(requested)
-        fd = self._open(target, os.O_RDONLY, requested)
+        fd = self._open(jail, requested, os.O_RDONLY)
         try:
             size = os.fstat(fd).st_size
             data = _read_at_most(fd, self.cap + 1)
@@ -262,9 +262,13 @@ class _Files:
             raise MemoryLimitError(
                 f"appending {len(payload)} bytes would grow the file past {self.cap} bytes", path=jail.relative(target)
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target = jail.resolve(requested)  # re-check: the parents just created must still lie inside
-        fd = self._open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, requested)
+        folder, _ = jail.split(requested)
+        try:
+            with jail.folder(folder, create=True):
+                pass
+        except (NotADirectoryError, FileExistsError):
+            raise MemoryValidationError(f"a parent of {requested!r} is a file, not a folder") from None
+        fd = self._open(jail, requested, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             before = os.fstat(fd).st_size
             if before + len(payload) > self.cap:
@@ -288,9 +292,9 @@ class _Files:
         return {"note_id": note.id, "note_truncated": len(indexed) < len(content)}
 
     @staticmethod
-    def _open(target: Path, flags: int, requested: str) -> int:
+    def _open(jail: FileJail, requested: str, flags: int) -> int:
         try:
-            fd = os.open(target, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = jail.open(requested, flags, 0o644)
         except FileNotFoundError:
             raise MemoryNotFoundError(f"no such file under the memory root: {requested!r}") from None
         except IsADirectoryError:

@@ -10,6 +10,7 @@ which a search runs at most every ``REFRESH_SECONDS``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat as stat_mod
@@ -169,7 +170,7 @@ class Workspace:
             data = os.pread(fd, want, offset) if want else b""
         finally:
             os.close(fd)
-        return data, _file_stat(rel.rpartition("/")[2], st)
+        return data, _file_stat(Path(rel).name, st)
 
     def _link_target(self, target: Path, st: os.stat_result) -> str | None:
         if not stat_mod.S_ISLNK(st.st_mode):
@@ -179,6 +180,44 @@ class Workspace:
         return link if not link.startswith("/") and ".." not in link.split("/") else None
 
     # -- writes ----------------------------------------------------------------------------
+    # Every write names its file relative to a folder descriptor from FileJail.folder (dir_fd), so a
+    # symlink swapped into the path between a check and the write cannot redirect it.
+
+    def _split(self, rel: str, afi_path: str) -> tuple[str, str]:
+        try:
+            return self.jail.split(rel)
+        except MemoryValidationError as err:
+            raise InvalidPath(err.message, path=afi_path) from None
+
+    @contextlib.contextmanager
+    def _folder(self, rel: str, afi_path: str, *, create: bool = False) -> Iterator[int]:
+        """The folder's descriptor; a missing folder is NotFound, a file on the way Conflict."""
+        try:
+            with self.jail.folder(rel, create=create) as fd:
+                yield fd
+        except MemoryValidationError as err:
+            raise InvalidPath(err.message, path=afi_path) from None
+        except FileNotFoundError:
+            raise NotFound("the parent folder does not exist", path=afi_path) from None
+        except (NotADirectoryError, FileExistsError):
+            raise Conflict("a parent of this path is a file, not a folder", path=afi_path) from None
+
+    def _leaf(self, parent: str, name: str, afi_path: str, *, symlink_ok: bool = False) -> os.stat_result | None:
+        """The stat of ``name`` in ``parent`` itself (None when it or a folder on the way is absent).
+
+        A symlink is refused (InvalidPath) unless ``symlink_ok``: no write may go through one.
+        """
+        try:
+            with self._folder(parent, afi_path) as folder:
+                try:
+                    st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None
+        except (NotFound, Conflict):  # a folder on the way is missing, or is a file
+            return None
+        if stat_mod.S_ISLNK(st.st_mode) and not symlink_ok:
+            raise InvalidPath("symlinks are refused in the workspace", path=afi_path)
+        return st
 
     def write(
         self, rel: str, afi_path: str, data: bytes, *, offset: int | None, append: bool, create_only: bool
@@ -186,110 +225,122 @@ class Workspace:
         """Write a file (parents created inside the jail); return its stat and its full text when small.
 
         A whole-file write lands atomically (temp file + rename), so a reader never sees half of it.
+        Refusals are decided before any folder is created, so a refused write leaves nothing behind.
         """
-        target = self._resolve(rel, afi_path)
-        if target == self.jail.root:
+        parent, name = self._split(rel, afi_path)
+        if not name:
             raise InvalidPath("/files is the workspace folder itself", path=afi_path)
-        exists = os.path.lexists(target)
-        if exists and os.path.isdir(target):
+        existing = self._leaf(parent, name, afi_path)
+        if existing is not None and stat_mod.S_ISDIR(existing.st_mode):
             raise Conflict("a folder is here; a file cannot overwrite it", path=afi_path)
-        if create_only and exists:
+        if create_only and existing is not None:
             raise Conflict("the file exists and create_only was asked", path=afi_path)
-        self._make_parents(target.parent, afi_path)
-        if append or (offset is not None and exists):
-            flags = os.O_WRONLY | os.O_NOFOLLOW | (os.O_APPEND | os.O_CREAT if append else 0)
-            fd = os.open(target, flags, 0o644)
-            try:
-                _write_all(fd, data, None if append else offset or 0)
-            finally:
-                os.close(fd)
-        else:
-            if offset:
-                data = b"\x00" * offset + data
-            tmp = target.parent / f".afi-tmp-{uuid.uuid4().hex}"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with self._folder(parent, afi_path, create=True) as folder:
+            if append or (offset is not None and existing is not None):
+                flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND | os.O_CREAT if append else 0)
+                fd = os.open(name, flags, 0o644, dir_fd=folder)
                 try:
-                    _write_all(fd, data, None)
-                    os.fsync(fd)
+                    _write_all(fd, data, None if append else offset or 0)
                 finally:
                     os.close(fd)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                raise
-        st = os.lstat(target)
-        full = self._index_path(rel, target, st)
-        return _file_stat(target.name, st), full
+            else:
+                self._replace_at(folder, name, b"\x00" * offset + data if offset else data)
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        full = self._index_path(rel)
+        return _file_stat(name, st), full
 
-    def _make_parents(self, folder: Path, afi_path: str) -> None:
-        if folder.is_dir():
-            return
+    @staticmethod
+    def _replace_at(folder: int, name: str, data: bytes) -> None:
+        tmp = f".afi-tmp-{uuid.uuid4().hex}"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise Conflict("a parent of this path is a file, not a folder", path=afi_path) from None
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
+            try:
+                _write_all(fd, data, None)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
 
     def mkdir(self, rel: str, afi_path: str, *, parents: bool) -> FileStat:
-        target = self._resolve(rel, afi_path)
-        if os.path.lexists(target):
+        parent, name = self._split(rel, afi_path)
+        if not name or self._leaf(parent, name, afi_path, symlink_ok=True) is not None:
             raise Conflict("this path already exists", path=afi_path)
         try:
-            target.mkdir(parents=parents)
-        except FileNotFoundError:
+            with self._folder(parent, afi_path, create=parents) as folder:
+                try:
+                    os.mkdir(name, 0o755, dir_fd=folder)
+                except FileExistsError:
+                    raise Conflict("this path already exists", path=afi_path) from None
+                return _file_stat(name, os.stat(name, dir_fd=folder, follow_symlinks=False))
+        except NotFound:
             raise NotFound("the parent folder does not exist (use parents to create it)", path=afi_path) from None
-        except NotADirectoryError:
-            raise Conflict("a parent of this path is a file, not a folder", path=afi_path) from None
-        return _file_stat(target.name, os.lstat(target))
 
     def delete(self, rel: str, afi_path: str, *, recursive: bool) -> list[str]:
         """Delete a file or folder; return the workspace paths of the files removed."""
-        target, st = self._lstat(rel, afi_path)
-        if target == self.jail.root:
+        parent, name = self._split(rel, afi_path)
+        if not name:
             raise InvalidPath("/files itself cannot be deleted", path=afi_path)
-        if stat_mod.S_ISDIR(st.st_mode):
-            removed = [p for p, _ in self._walk(target)]
-            with os.scandir(target) as children:
-                non_empty = any(children)
-            if non_empty and not recursive:
-                raise Conflict("the folder is not empty (delete it recursively)", path=afi_path)
-            shutil.rmtree(target)
-        else:
-            os.unlink(target)
-            removed = [rel]
-        self._forget_paths([rel], prefix=stat_mod.S_ISDIR(st.st_mode))
+        st = self._leaf(parent, name, afi_path, symlink_ok=True)
+        if st is None:
+            raise NotFound("no such file or folder", path=afi_path)
+        is_dir = stat_mod.S_ISDIR(st.st_mode)
+        removed = [p for p, _ in self._walk(self.jail.root / rel)] if is_dir else [rel]
+        with self._folder(parent, afi_path) as folder:
+            try:
+                if not is_dir:
+                    os.unlink(name, dir_fd=folder)
+                else:
+                    os.rmdir(name, dir_fd=folder)
+            except FileNotFoundError:
+                raise NotFound("no such file or folder", path=afi_path) from None
+            except OSError as err:
+                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # POSIX allows either
+                    raise
+                if not recursive:
+                    raise Conflict("the folder is not empty (delete it recursively)", path=afi_path) from None
+                shutil.rmtree(name, dir_fd=folder)
+        self._forget_paths([rel], prefix=is_dir)
         return removed
 
     def move(
         self, src_rel: str, src: str, dst_rel: str, dst: str, *, overwrite: bool
     ) -> tuple[FileStat, list[tuple[str, str]]]:
         """Rename a file or folder; return its new stat and the (old, new) workspace paths of moved files."""
-        source, st = self._lstat(src_rel, src)
-        target = self._resolve(dst_rel, dst)
-        if source == self.jail.root or target == self.jail.root:
+        src_parent, src_name = self._split(src_rel, src)
+        dst_parent, dst_name = self._split(dst_rel, dst)
+        if not src_name or not dst_name:
             raise InvalidPath("/files itself cannot be moved or replaced", path=src)
-        if target == source:
-            return _file_stat(target.name, st), []
+        st = self._leaf(src_parent, src_name, src, symlink_ok=True)
+        if st is None:
+            raise NotFound("no such file or folder", path=src)
+        if dst_rel == src_rel:
+            return _file_stat(dst_name, st), []
         if dst_rel.startswith(src_rel + "/"):
             raise InvalidPath("a folder cannot be moved inside itself", path=dst)
-        if os.path.lexists(target):
+        target = self._leaf(dst_parent, dst_name, dst)
+        if target is not None:
             if not overwrite:
                 raise Conflict("the destination exists (ask to overwrite)", path=dst)
-            if os.path.isdir(target) and not stat_mod.S_ISDIR(st.st_mode):
+            if stat_mod.S_ISDIR(target.st_mode) and not stat_mod.S_ISDIR(st.st_mode):
                 raise Conflict("a folder is at the destination; a file cannot replace it", path=dst)
-        self._make_parents(target.parent, dst)
         is_dir = stat_mod.S_ISDIR(st.st_mode)
+        source = self.jail.root / src_rel
         moved = [(p, dst_rel + p[len(src_rel) :]) for p, _ in self._walk(source)] if is_dir else [(src_rel, dst_rel)]
-        try:
-            os.replace(source, target)
-        except OSError as err:
-            raise Conflict(f"cannot move here: {err.strerror}", path=dst) from None
+        with self._folder(src_parent, src) as src_folder, self._folder(dst_parent, dst, create=True) as dst_folder:
+            try:
+                os.replace(src_name, dst_name, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
+            except OSError as err:
+                raise Conflict(f"cannot move here: {err.strerror}", path=dst) from None
+            landed = os.stat(dst_name, dir_fd=dst_folder, follow_symlinks=False)
         self._forget_paths([src_rel], prefix=is_dir)
         for _, new in moved:
-            new_path = self.jail.root / new
-            self._index_path(new, new_path, os.lstat(new_path))
-        return _file_stat(target.name, os.lstat(target)), moved
+            with contextlib.suppress(OSError):  # the move is done; a file vanishing meanwhile is not indexed
+                self._index_path(new)
+        return _file_stat(dst_name, landed), moved
 
     # -- index -----------------------------------------------------------------------------
 
@@ -304,18 +355,25 @@ class Workspace:
                     yield self.jail.relative(full), st
             dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
 
-    def _index_path(self, rel: str, full: Path, st: os.stat_result) -> bytes | None:
-        """Index one file; return its bytes when they were read (small files), else None."""
+    def _index_path(self, rel: str) -> bytes | None:
+        """Index one file; return its bytes when they were read (small files)."""
         data: bytes | None = None
         text = ""
-        if not stat_mod.S_ISREG(st.st_mode):
-            self._forget_paths([rel], prefix=False)  # a symlink or special file is never read or indexed
+        try:
+            fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
+        except MemoryValidationError:  # a symlink is never read or indexed
+            self._forget_paths([rel], prefix=False)
             return None
-        if st.st_size <= INDEX_MAX_BYTES:
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(INDEX_MAX_BYTES + 1)
-            text = _index_text(data)
+        try:
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode):
+                self._forget_paths([rel], prefix=False)  # a special file is never read or indexed
+                return None
+            if st.st_size <= INDEX_MAX_BYTES:
+                data = _read_at_most(fd, INDEX_MAX_BYTES + 1)
+                text = _index_text(data)
+        finally:
+            os.close(fd)
         with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO workspace_files(space, path, size, mtime_ns, text) VALUES (?,?,?,?,?) "
@@ -352,7 +410,7 @@ class Workspace:
             }
             for rel, st in self._walk(self.jail.root):
                 if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
-                    self._index_path(rel, self.jail.root / rel, st)
+                    self._index_path(rel)
             if known:
                 self._forget_paths(list(known), prefix=False)
             self._refreshed_at = time.monotonic()
@@ -385,6 +443,18 @@ class Workspace:
         """Grows with every change to this space's file index (kept by triggers)."""
         row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
         return int(row[0]) if row else 0
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes, offset: int | None) -> None:

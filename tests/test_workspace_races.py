@@ -1,0 +1,108 @@
+"""The workspace under attack: a folder swapped for a symlink to the outside while the provider writes.
+
+A process that can change the workspace on disk could replace a folder with a symlink between the
+jail's check and the write. Writes, deletes and moves name their files relative to a folder
+descriptor reached without following symlinks, so nothing outside the root is ever touched. Each test
+races for a fixed number of rounds; the path-based code these replaced lost such races within a few
+hundred of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from afi.errors import AfiError
+from afi.provider import Caller
+from afi.providers.memory.provider import MemoryProvider
+
+OWNER = Caller(principal="local", space="default")
+ROUNDS = 1500
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
+    yield MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+
+
+def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
+    """Swap ``workspace/d`` between a real folder and a symlink to ``outside`` while ``attempt`` runs.
+
+    When the provider re-creates ``d`` in the instant it is missing (a write makes missing parents),
+    the swapper moves that folder aside and goes on.
+    """
+    real, link = workspace / "d.real", workspace / "d"
+    stop = threading.Event()
+    spares = itertools.count()
+
+    def retire() -> None:
+        os.rename(link, workspace / f"spare-{next(spares)}")
+
+    def swapper() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(link, real)
+            try:
+                os.symlink(outside, link)
+            except FileExistsError:
+                retire()
+                continue
+            os.unlink(link)
+            try:
+                os.rename(real, link)
+            except OSError:  # the provider made a new ``d`` meanwhile
+                retire()
+                os.rename(real, link)
+
+    thread = threading.Thread(target=swapper)
+    thread.start()
+    try:
+        for _ in range(ROUNDS):
+            with contextlib.suppress(AfiError):  # refused, or lost the race cleanly
+                attempt()
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_writes_never_land_outside(provider: MemoryProvider, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    workspace = tmp_path / "files" / "default"
+    _race(workspace, outside, lambda: provider.write(OWNER, "/files/d/f.txt", b"payload"))
+    assert sorted(os.listdir(outside)) == []
+
+
+def test_deletes_never_remove_outside(provider: MemoryProvider, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").mkdir()
+    (outside / "precious" / "data.txt").write_text("keep me")
+    provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    workspace = tmp_path / "files" / "default"
+
+    def attempt() -> None:
+        with contextlib.suppress(OSError):  # put a folder of that name back inside, when ``d`` is real
+            os.mkdir(workspace / "d.real" / "precious")
+        provider.delete(OWNER, "/files/d/precious", recursive=True)
+
+    _race(workspace, outside, attempt)
+    assert (outside / "precious" / "data.txt").read_text() == "keep me"
+
+
+def test_moves_never_take_from_outside(provider: MemoryProvider, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    workspace = tmp_path / "files" / "default"
+    _race(workspace, outside, lambda: provider.move(OWNER, "/files/d/secret.txt", "/files/stolen.txt"))
+    assert (outside / "secret.txt").read_text() == "s"
+    assert not (workspace / "stolen.txt").exists()
