@@ -106,3 +106,23 @@ def test_moves_never_take_from_outside(provider: MemoryProvider, tmp_path: Path)
     _race(workspace, outside, lambda: provider.move(OWNER, "/files/d/secret.txt", "/files/stolen.txt"))
     assert (outside / "secret.txt").read_text() == "s"
     assert not (workspace / "stolen.txt").exists()
+
+
+def test_listings_and_stats_never_show_outside(provider: MemoryProvider, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret-name.txt").write_text("s")
+    provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    workspace = tmp_path / "files" / "default"
+    seen: set[str] = set()
+
+    def attempt() -> None:
+        seen.update(e.path for e in provider.list(OWNER, "/files/d").entries)
+        with contextlib.suppress(AfiError):
+            seen.add(provider.stat(OWNER, "/files/d/secret-name.txt").path)
+        with contextlib.suppress(AfiError):
+            seen.add(provider.read(OWNER, "/files/d/secret-name.txt").data.decode())
+
+    _race(workspace, outside, attempt)
+    assert "/files/d/keep.txt" in seen
+    assert not any("secret" in item or item == "s" for item in seen)

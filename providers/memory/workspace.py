@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from afi.errors import Conflict, InvalidPath, NotFound, TooLarge
+from afi.errors import AfiError, Conflict, InvalidPath, NotFound, TooLarge
 
 from .errors import MemoryValidationError
 from .jail import FileJail
@@ -114,40 +114,36 @@ class Workspace:
         self._refreshed_at = 0.0
         self._refresh_lock = threading.Lock()
 
-    # -- paths -----------------------------------------------------------------------------
-
-    def _resolve(self, rel: str, afi_path: str) -> Path:
-        try:
-            return self.jail.resolve(rel)
-        except MemoryValidationError as err:
-            raise InvalidPath(err.message, path=afi_path) from None
-
-    def _lstat(self, rel: str, afi_path: str) -> tuple[Path, os.stat_result]:
-        """Resolve the parent through the jail and lstat the leaf (a symlink leaf is returned, not followed)."""
-        parent_rel, _, name = rel.rpartition("/")
-        parent = self._resolve(parent_rel, afi_path)
-        target = parent / name if name else parent
-        try:
-            return target, os.lstat(target)
-        except (FileNotFoundError, NotADirectoryError):
-            raise NotFound("no such file or folder", path=afi_path) from None
-
     # -- reads -----------------------------------------------------------------------------
 
     def stat(self, rel: str, afi_path: str) -> FileStat:
-        target, st = self._lstat(rel, afi_path)
-        return _file_stat(target.name, st, self._link_target(target, st))
+        parent, name = self._split(rel, afi_path)
+        if not name:
+            return _file_stat(self.jail.root.name, os.stat(self.jail.root))
+        st = self._leaf(parent, name, afi_path, symlink_ok=True)
+        if st is None:
+            raise NotFound("no such file or folder", path=afi_path)
+        link = None
+        if stat_mod.S_ISLNK(st.st_mode):
+            with contextlib.suppress(OSError, AfiError), self._folder(parent, afi_path) as folder:
+                link = _shown_link(os.readlink(name, dir_fd=folder))
+        return _file_stat(name, st, link)
 
     def listdir(self, rel: str, afi_path: str) -> list[FileStat]:
         """Given a folder, return its children sorted by name."""
-        folder = self._resolve(rel, afi_path)
         try:
-            with os.scandir(folder) as it:
-                children = [_file_stat(e.name, e.stat(follow_symlinks=False)) for e in it]
+            fd = self.jail.open(rel, os.O_RDONLY | os.O_DIRECTORY)
+        except MemoryValidationError as err:
+            raise InvalidPath(err.message, path=afi_path) from None
         except FileNotFoundError:
             raise NotFound("no such folder", path=afi_path) from None
         except NotADirectoryError:
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=afi_path) from None
+        try:
+            with os.scandir(fd) as it:
+                children = [_file_stat(e.name, e.stat(follow_symlinks=False)) for e in it]
+        finally:
+            os.close(fd)
         children.sort(key=lambda c: c.name)
         return children
 
@@ -171,13 +167,6 @@ class Workspace:
         finally:
             os.close(fd)
         return data, _file_stat(Path(rel).name, st)
-
-    def _link_target(self, target: Path, st: os.stat_result) -> str | None:
-        if not stat_mod.S_ISLNK(st.st_mode):
-            return None
-        link = os.readlink(target)
-        # Only a relative target that stays inside the jail is shown; others would leak host paths.
-        return link if not link.startswith("/") and ".." not in link.split("/") else None
 
     # -- writes ----------------------------------------------------------------------------
     # Every write names its file relative to a folder descriptor from FileJail.folder (dir_fd), so a
@@ -443,6 +432,11 @@ class Workspace:
         """Grows with every change to this space's file index (kept by triggers)."""
         row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
         return int(row[0]) if row else 0
+
+
+def _shown_link(link: str) -> str | None:
+    """Only a relative symlink target that stays inside the jail is shown; others would leak host paths."""
+    return link if not link.startswith("/") and ".." not in link.split("/") else None
 
 
 def _read_at_most(fd: int, limit: int) -> bytes:
