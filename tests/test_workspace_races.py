@@ -10,6 +10,7 @@ hundred of them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import threading
@@ -26,9 +27,37 @@ OWNER = Caller(principal="local", space="default")
 ROUNDS = 1500
 
 
+@pytest.fixture(autouse=True, params=["openat2", "descriptor-walk"])
+def jail_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every race runs with the kernel's openat2 and with the portable descriptor walk."""
+    from afi.providers.memory import jail as jail_module
+
+    if request.param == "descriptor-walk":
+        monkeypatch.setattr(jail_module._openat2, "_syscall", None)
+    elif jail_module._openat2._syscall is None:
+        pytest.skip("this kernel or platform has no openat2")
+    return str(request.param)
+
+
 @pytest.fixture
 def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    yield provider
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """The space's folder on disk; ``d`` in it is the folder the attack swaps."""
+    return tmp_path / "files" / "default"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the root that nothing done through the provider may touch."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    return folder
 
 
 def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
@@ -71,22 +100,14 @@ def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
         thread.join()
 
 
-def test_writes_never_land_outside(provider: MemoryProvider, tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    provider.write(OWNER, "/files/d/keep.txt", b"inside")
-    workspace = tmp_path / "files" / "default"
+def test_writes_never_land_outside(provider: MemoryProvider, workspace: Path, outside: Path) -> None:
     _race(workspace, outside, lambda: provider.write(OWNER, "/files/d/f.txt", b"payload"))
     assert sorted(os.listdir(outside)) == []
 
 
-def test_deletes_never_remove_outside(provider: MemoryProvider, tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
+def test_deletes_never_remove_outside(provider: MemoryProvider, workspace: Path, outside: Path) -> None:
     (outside / "precious").mkdir()
     (outside / "precious" / "data.txt").write_text("keep me")
-    provider.write(OWNER, "/files/d/keep.txt", b"inside")
-    workspace = tmp_path / "files" / "default"
 
     def attempt() -> None:
         with contextlib.suppress(OSError):  # put a folder of that name back inside, when ``d`` is real
@@ -97,23 +118,15 @@ def test_deletes_never_remove_outside(provider: MemoryProvider, tmp_path: Path) 
     assert (outside / "precious" / "data.txt").read_text() == "keep me"
 
 
-def test_moves_never_take_from_outside(provider: MemoryProvider, tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
+def test_moves_never_take_from_outside(provider: MemoryProvider, workspace: Path, outside: Path) -> None:
     (outside / "secret.txt").write_text("s")
-    provider.write(OWNER, "/files/d/keep.txt", b"inside")
-    workspace = tmp_path / "files" / "default"
     _race(workspace, outside, lambda: provider.move(OWNER, "/files/d/secret.txt", "/files/stolen.txt"))
     assert (outside / "secret.txt").read_text() == "s"
     assert not (workspace / "stolen.txt").exists()
 
 
-def test_listings_and_stats_never_show_outside(provider: MemoryProvider, tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
+def test_listings_and_stats_never_show_outside(provider: MemoryProvider, workspace: Path, outside: Path) -> None:
     (outside / "secret-name.txt").write_text("s")
-    provider.write(OWNER, "/files/d/keep.txt", b"inside")
-    workspace = tmp_path / "files" / "default"
     seen: set[str] = set()
 
     def attempt() -> None:
@@ -126,3 +139,38 @@ def test_listings_and_stats_never_show_outside(provider: MemoryProvider, tmp_pat
     _race(workspace, outside, attempt)
     assert "/files/d/keep.txt" in seen
     assert not any("secret" in item or item == "s" for item in seen)
+
+
+def test_the_fabric_tools_never_reach_outside(
+    provider: MemoryProvider, workspace: Path, outside: Path, tmp_path: Path
+) -> None:
+    """memory.view and memory.insert, given the same folder to race over."""
+    from afi.providers.memory import create_memory, create_memory_fabric
+    from afi.providers.memory.tools import create_fabric_tools
+
+    (outside / "secret-name.txt").write_text("s")
+    fabric = create_memory_fabric(
+        create_memory(str(tmp_path / "tools.db"), tenant_id="t", resource_id="r", thread_id="main")
+    )
+    session = _Session("s1")
+    fabric.attach(session)
+    tools = {tool.name: tool for tool in create_fabric_tools(fabric, root=workspace)}
+    seen: set[str] = set()
+
+    def attempt() -> None:
+        with contextlib.suppress(AfiError):
+            seen.update(e["name"] for e in tools["memory.view"].run(session, {"path": "d"})["entries"])
+        with contextlib.suppress(AfiError):
+            tools["memory.insert"].run(session, {"path": "d/log.md", "text": "a line"})
+
+    _race(workspace, outside, attempt)
+    assert "keep.txt" in seen and "secret-name.txt" not in seen
+    assert sorted(os.listdir(outside)) == ["secret-name.txt"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Session:
+    id: str
+
+    def entries(self) -> list[dict[str, object]]:
+        return []

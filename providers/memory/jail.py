@@ -21,12 +21,13 @@ import os
 import platform
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import MemoryValidationError
 
-__all__ = ["FileJail"]
+__all__ = ["FileJail", "read_at_most"]
 
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
@@ -54,16 +55,21 @@ class _Openat2:
     def __init__(self) -> None:
         self._syscall = _load_syscall()
         self._probed = False
+        self._lock = threading.Lock()
 
     def usable(self, dir_fd: int) -> bool:
         """Whether openat2 works here; the first call probes it on ``dir_fd`` (the answer then holds)."""
         if self._syscall is None or self._probed:
             return self._syscall is not None
-        self._probed = True
-        try:
-            os.close(self._open(dir_fd, ".", os.O_PATH | os.O_DIRECTORY, 0))
-        except OSError:  # ENOSYS: an older kernel; EPERM: a seccomp filter; anything else: not trusted
-            self._syscall = None
+        with self._lock:
+            if self._syscall is not None and not self._probed:
+                try:
+                    os.close(self._open(dir_fd, ".", os.O_PATH | os.O_DIRECTORY, 0))
+                except OSError as err:
+                    if err.errno not in _UNSUPPORTED:
+                        raise  # EMFILE, ENOMEM: this call fails; the next one probes again
+                    self._syscall = None
+                self._probed = True
         return self._syscall is not None
 
     def __call__(self, dir_fd: int, relative: str, flags: int, mode: int) -> int:
@@ -92,6 +98,8 @@ class _Openat2:
 
 _JAILED = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
 _FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+# An older kernel (ENOSYS), a seccomp filter (EPERM), flags or a struct this kernel does not know.
+_UNSUPPORTED = (errno.ENOSYS, errno.EPERM, errno.EINVAL, errno.E2BIG)
 _openat2 = _Openat2()
 
 
@@ -141,7 +149,7 @@ class FileJail:
             except (FileNotFoundError, NotADirectoryError):
                 break
             if stat.S_ISLNK(mode):
-                raise self._symlink_refused(relative, current)
+                raise self.symlink_refused(relative)
             if not stat.S_ISDIR(mode):
                 break
         return Path(self._root_text, *parts)
@@ -157,18 +165,34 @@ class FileJail:
         if flags & os.O_PATH:
             raise ValueError("FileJail.open opens files to use them; O_PATH is not offered")
         parts = self._parts(relative)
-        if parts:
-            root_fd = os.open(self._root_text, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                if _openat2.usable(root_fd):
+        if not parts:
+            return os.open(self._root_text, flags | os.O_CLOEXEC, mode)
+        root_fd = os.open(self._root_text, _FOLDER)
+        try:
+            if _openat2.usable(root_fd):
+                try:
                     return _openat2(root_fd, "/".join(parts), flags, mode)
+                except OSError as err:
+                    if err.errno in (errno.ELOOP, errno.EXDEV):
+                        raise self.symlink_refused(relative) from None
+                    raise
+        finally:
+            os.close(root_fd)
+        with self.folder("/".join(parts[:-1])) as folder:  # no openat2: the same walk the writes use
+            try:
+                return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=folder)
             except OSError as err:
-                if err.errno in (errno.ELOOP, errno.EXDEV):
-                    raise self._symlink_refused(relative, os.path.join(self._root_text, *parts)) from None
+                if err.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(folder, parts[-1]):
+                    raise self.symlink_refused(relative) from None
                 raise
-            finally:
-                os.close(root_fd)
-        return os.open(self.resolve(relative), flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+    def normal(self, relative: str) -> str:
+        """Given a path relative to the root, return it without empty or ``.`` segments.
+
+        Raises:
+            MemoryValidationError: as :meth:`resolve`.
+        """
+        return "/".join(self._parts(relative))
 
     def split(self, relative: str) -> tuple[str, str]:
         """Given a path relative to the root, return (its folder, its name); the root is ``("", "")``.
@@ -185,7 +209,7 @@ class FileJail:
 
         The walk opens one component at a time from the root with ``O_NOFOLLOW``, so no symlink is
         followed even one swapped in meanwhile, and every ``*at`` call made with the descriptor stays
-        inside. ``create`` makes the folders that are missing on the way.
+        inside. ``create`` makes the folders that are missing on the way (as the umask allows).
 
         Raises:
             MemoryValidationError: as :meth:`resolve`, or a symlink on the way.
@@ -195,28 +219,58 @@ class FileJail:
         parts = self._parts(relative)
         fd = os.open(self._root_text, _FOLDER)
         try:
-            for part in parts:
-                if create:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o755, dir_fd=fd)
-                try:
-                    child = os.open(part, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
-                except NotADirectoryError:
-                    if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
-                        raise self._symlink_refused(relative, os.path.join(self._root_text, *parts)) from None
-                    raise
+            for depth, part in enumerate(parts, 1):
+                child = self._step(fd, part, "/".join(parts[:depth]), create=create)
                 os.close(fd)
                 fd = child
             yield fd
         finally:
             os.close(fd)
 
-    def _symlink_refused(self, relative: str, at: str) -> MemoryValidationError:
-        real = os.path.realpath(at)
-        inside = real == self._root_text or real.startswith(self._root_text + os.sep)
-        where = "" if inside else " (it leads outside the workspace root)"
+    def _step(self, fd: int, part: str, so_far: str, *, create: bool) -> int:
+        """Open the folder ``part`` of ``fd`` without following a symlink (made first when missing and asked)."""
+        try:
+            return os.open(part, _FOLDER | os.O_NOFOLLOW, dir_fd=fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+        except NotADirectoryError:
+            if _is_link(fd, part):
+                raise self.symlink_refused(so_far) from None
+            raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(part, 0o777, dir_fd=fd)
+        return self._step(fd, part, so_far, create=False)
+
+    def symlink_refused(self, relative: str) -> MemoryValidationError:
+        """The refusal of a symlink at (or on the way to) ``relative``, saying when it leads outside."""
+        where = ""
+        with contextlib.suppress(OSError, ValueError):  # the link may change or vanish meanwhile
+            real = os.path.realpath(os.path.join(self._root_text, *self._parts(relative)))
+            if real != self._root_text and not real.startswith(self._root_text + os.sep):
+                where = " (it leads outside the workspace root)"
         return MemoryValidationError(f"symlinks are refused in the workspace: {relative!r}{where}")
 
     def relative(self, target: Path) -> str:
         """Given a path inside the root, return it relative to the root (POSIX separators)."""
         return target.relative_to(self.root).as_posix() if target != self.root else ""
+
+
+def _is_link(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Read from ``fd`` until end of file or ``limit`` bytes, whichever comes first."""
+    chunks: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)

@@ -19,8 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jsonschema
 
-from .errors import MemoryLimitError, MemoryNotAttachedError, MemoryNotFoundError, MemoryValidationError
-from .jail import FileJail
+from .errors import (
+    MemoryConflictError,
+    MemoryLimitError,
+    MemoryNotAttachedError,
+    MemoryNotFoundError,
+    MemoryValidationError,
+)
+from .jail import FileJail, read_at_most
 from .types import NOTE_KINDS
 
 __all__ = [
@@ -216,76 +222,88 @@ class _Files:
 
     def view(self, requested: str) -> dict[str, Any]:
         jail = self.jail(create=False)
-        target = jail.resolve(requested)
         try:
-            names = sorted(os.listdir(target))
+            fd = jail.open(requested, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
             raise MemoryNotFoundError(f"no such directory under the memory root: {requested!r}") from None
         except NotADirectoryError:
             raise MemoryValidationError(f"{requested!r} is a file; memory.read reads files") from None
+        try:
+            with os.scandir(fd) as it:
+                children = sorted(((e.name, e.stat(follow_symlinks=False)) for e in it), key=lambda c: c[0])
+        finally:
+            os.close(fd)
         entries: list[dict[str, Any]] = []
-        for name in names[:MAX_VIEW_ENTRIES]:
-            st = os.lstat(target / name)
+        for name, st in children[:MAX_VIEW_ENTRIES]:
             if stat.S_ISDIR(st.st_mode):
                 entries.append({"name": name, "kind": "directory"})
             elif stat.S_ISREG(st.st_mode):
                 entries.append({"name": name, "kind": "file", "bytes": st.st_size})
             else:
                 entries.append({"name": name, "kind": "other"})
-        return {"path": jail.relative(target), "entries": entries, "truncated": len(names) > MAX_VIEW_ENTRIES}
+        return {"path": jail.normal(requested), "entries": entries, "truncated": len(children) > MAX_VIEW_ENTRIES}
 
     def read(self, requested: str) -> dict[str, Any]:
         jail = self.jail(create=False)
-        target = jail.resolve(requested)
-        fd = self._open(jail, requested, os.O_RDONLY)
+        fd = self._open(jail, requested, os.O_RDONLY | os.O_NONBLOCK)
         try:
             size = os.fstat(fd).st_size
-            data = _read_at_most(fd, self.cap + 1)
+            data = read_at_most(fd, self.cap + 1)
         finally:
             os.close(fd)
         truncated = len(data) > self.cap
         # An incremental decoder drops a multi-byte character the cap cut in half instead of mangling it.
         text = codecs.getincrementaldecoder("utf-8")("replace").decode(data[: self.cap], final=not truncated)
-        return {"path": jail.relative(target), "text": text, "bytes": size, "truncated": truncated}
+        return {"path": jail.normal(requested), "text": text, "bytes": size, "truncated": truncated}
 
     def insert(self, fabric: _Fabric, requested: str, text: str) -> dict[str, Any]:
         jail = self.jail(create=True)
-        target = jail.resolve(requested)
-        if target == jail.root:
+        relative = jail.normal(requested)
+        if not relative:
             raise MemoryValidationError("memory.insert needs a file path, not the root")
-        try:
-            existing = os.lstat(target).st_size
-        except FileNotFoundError:
-            existing = 0
+        existing = self._size(jail, requested)
         payload = (text if existing == 0 or text.startswith("\n") else "\n" + text).encode("utf-8")
         if existing + len(payload) > self.cap:
             raise MemoryLimitError(
-                f"appending {len(payload)} bytes would grow the file past {self.cap} bytes", path=jail.relative(target)
+                f"appending {len(payload)} bytes would grow the file past {self.cap} bytes", path=relative
             )
-        folder, _ = jail.split(requested)
         try:
-            with jail.folder(folder, create=True):
+            with jail.folder(jail.split(requested)[0], create=True):
                 pass
         except (NotADirectoryError, FileExistsError):
             raise MemoryValidationError(f"a parent of {requested!r} is a file, not a folder") from None
-        fd = self._open(jail, requested, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        except FileNotFoundError:
+            raise MemoryConflictError(f"the folders of {requested!r} changed while being made; try again") from None
+        fd = self._open(jail, requested, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
         try:
             before = os.fstat(fd).st_size
             if before + len(payload) > self.cap:
-                raise MemoryLimitError(f"the file grew past {self.cap} bytes meanwhile", path=jail.relative(target))
+                raise MemoryLimitError(f"the file grew past {self.cap} bytes meanwhile", path=relative)
             os.write(fd, payload)
             try:
-                note_info = self._refresh_note(fabric, fd, jail.relative(target))
+                note_info = self._refresh_note(fabric, fd, relative)
             except BaseException:
                 os.ftruncate(fd, before)  # the note write failed: leave the file exactly as it was
                 raise
         finally:
             os.close(fd)
-        return {"path": jail.relative(target), "bytes": before + len(payload), **note_info}
+        return {"path": relative, "bytes": before + len(payload), **note_info}
+
+    @staticmethod
+    def _size(jail: FileJail, requested: str) -> int:
+        """The size of the file now (0 when there is none yet), looked at through the jail."""
+        try:
+            fd = jail.open(requested, os.O_RDONLY | os.O_NONBLOCK)
+        except (FileNotFoundError, NotADirectoryError):
+            return 0
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     def _refresh_note(self, fabric: _Fabric, fd: int, relative: str) -> dict[str, Any]:
         os.lseek(fd, 0, os.SEEK_SET)
-        content = _read_at_most(fd, self.cap).decode("utf-8", "replace")
+        content = read_at_most(fd, self.cap).decode("utf-8", "replace")
         limit = int(fabric.memory.limits.max_entry_text_chars)
         indexed = content[:limit]
         note = fabric.remember(kind="file", path=relative, content=indexed)
@@ -306,15 +324,3 @@ class _Files:
             os.close(fd)
             raise MemoryValidationError(f"{requested!r} is not a regular file")
         return fd
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = limit
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, 1 << 16))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)

@@ -24,7 +24,7 @@ from pathlib import Path
 from afi.errors import AfiError, Conflict, InvalidPath, NotFound, TooLarge
 
 from .errors import MemoryValidationError
-from .jail import FileJail
+from .jail import FileJail, read_at_most
 from .sqlite import Connections
 
 __all__ = ["INDEX_MAX_BYTES", "FileStat", "Workspace"]
@@ -149,7 +149,7 @@ class Workspace:
 
     def read(self, rel: str, afi_path: str, offset: int, length: int | None) -> tuple[bytes, FileStat]:
         try:
-            fd = self.jail.open(rel, os.O_RDONLY)
+            fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)  # a pipe must not hang the call
         except MemoryValidationError as err:
             raise InvalidPath(err.message, path=afi_path) from None
         except (FileNotFoundError, NotADirectoryError):
@@ -160,6 +160,8 @@ class Workspace:
             st = os.fstat(fd)
             if stat_mod.S_ISDIR(st.st_mode):
                 raise InvalidPath("this is a folder: list it instead of reading it", path=afi_path)
+            if not stat_mod.S_ISREG(st.st_mode):
+                raise InvalidPath("only regular files are read here (this is a device, socket or pipe)", path=afi_path)
             want = max(0, st.st_size - offset) if length is None else length
             if want > MAX_READ_BYTES:
                 raise TooLarge(f"read at most {MAX_READ_BYTES} bytes per call; use offset and length", path=afi_path)
@@ -205,7 +207,8 @@ class Workspace:
         except (NotFound, Conflict):  # a folder on the way is missing, or is a file
             return None
         if stat_mod.S_ISLNK(st.st_mode) and not symlink_ok:
-            raise InvalidPath("symlinks are refused in the workspace", path=afi_path)
+            joined = f"{parent}/{name}" if parent else name
+            raise InvalidPath(self.jail.symlink_refused(joined).message, path=afi_path)
         return st
 
     def write(
@@ -222,11 +225,14 @@ class Workspace:
         existing = self._leaf(parent, name, afi_path)
         if existing is not None and stat_mod.S_ISDIR(existing.st_mode):
             raise Conflict("a folder is here; a file cannot overwrite it", path=afi_path)
+        if existing is not None and not stat_mod.S_ISREG(existing.st_mode):
+            raise InvalidPath("only regular files are written here (this is a device, socket or pipe)", path=afi_path)
         if create_only and existing is not None:
             raise Conflict("the file exists and create_only was asked", path=afi_path)
         with self._folder(parent, afi_path, create=True) as folder:
             if append or (offset is not None and existing is not None):
-                flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND | os.O_CREAT if append else 0)
+                flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                flags |= os.O_APPEND | os.O_CREAT if append else 0
                 fd = os.open(name, flags, 0o644, dir_fd=folder)
                 try:
                     _write_all(fd, data, None if append else offset or 0)
@@ -261,7 +267,7 @@ class Workspace:
         try:
             with self._folder(parent, afi_path, create=parents) as folder:
                 try:
-                    os.mkdir(name, 0o755, dir_fd=folder)
+                    os.mkdir(name, 0o777, dir_fd=folder)  # the umask decides, as for mkdir(1)
                 except FileExistsError:
                     raise Conflict("this path already exists", path=afi_path) from None
                 return _file_stat(name, os.stat(name, dir_fd=folder, follow_symlinks=False))
@@ -277,7 +283,7 @@ class Workspace:
         if st is None:
             raise NotFound("no such file or folder", path=afi_path)
         is_dir = stat_mod.S_ISDIR(st.st_mode)
-        removed = [p for p, _ in self._walk(self.jail.root / rel)] if is_dir else [rel]
+        removed = [p for p, _ in self._walk(rel)] if is_dir else [rel]
         with self._folder(parent, afi_path) as folder:
             try:
                 if not is_dir:
@@ -317,8 +323,7 @@ class Workspace:
             if stat_mod.S_ISDIR(target.st_mode) and not stat_mod.S_ISDIR(st.st_mode):
                 raise Conflict("a folder is at the destination; a file cannot replace it", path=dst)
         is_dir = stat_mod.S_ISDIR(st.st_mode)
-        source = self.jail.root / src_rel
-        moved = [(p, dst_rel + p[len(src_rel) :]) for p, _ in self._walk(source)] if is_dir else [(src_rel, dst_rel)]
+        moved = [(p, dst_rel + p[len(src_rel) :]) for p, _ in self._walk(src_rel)] if is_dir else [(src_rel, dst_rel)]
         with self._folder(src_parent, src) as src_folder, self._folder(dst_parent, dst, create=True) as dst_folder:
             try:
                 os.replace(src_name, dst_name, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
@@ -333,16 +338,24 @@ class Workspace:
 
     # -- index -----------------------------------------------------------------------------
 
-    def _walk(self, folder: Path) -> Iterator[tuple[str, os.stat_result]]:
-        """Yield (workspace path, stat) of every regular file below a folder, symlinks not followed."""
-        for dirpath, dirnames, filenames in os.walk(folder):
-            base = Path(dirpath)
-            for name in filenames:
-                full = base / name
-                st = os.lstat(full)
-                if stat_mod.S_ISREG(st.st_mode) and not name.startswith(".afi-tmp-"):
-                    yield self.jail.relative(full), st
-            dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    def _walk(self, rel: str) -> Iterator[tuple[str, os.stat_result]]:
+        """Yield (workspace path, stat) of every regular file below the folder ``rel``, symlinks not followed.
+
+        The walk goes by descriptors from the jail's folder (``os.fwalk``), so a folder swapped for a
+        symlink meanwhile is not entered.
+        """
+        prefix = f"{rel}/" if rel else ""
+        try:
+            with self.jail.folder(rel) as top:
+                for dirpath, _dirs, names, dirfd in os.fwalk(".", dir_fd=top):
+                    base = prefix + (dirpath[2:] + "/" if dirpath != "." else "")
+                    for name in names:
+                        with contextlib.suppress(FileNotFoundError):
+                            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                            if stat_mod.S_ISREG(st.st_mode) and not name.startswith(".afi-tmp-"):
+                                yield base + name, st
+        except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
+            return
 
     def _index_path(self, rel: str) -> bytes | None:
         """Index one file; return its bytes when they were read (small files)."""
@@ -359,7 +372,7 @@ class Workspace:
                 self._forget_paths([rel], prefix=False)  # a special file is never read or indexed
                 return None
             if st.st_size <= INDEX_MAX_BYTES:
-                data = _read_at_most(fd, INDEX_MAX_BYTES + 1)
+                data = read_at_most(fd, INDEX_MAX_BYTES + 1)
                 text = _index_text(data)
         finally:
             os.close(fd)
@@ -397,7 +410,7 @@ class Workspace:
                     "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
                 )
             }
-            for rel, st in self._walk(self.jail.root):
+            for rel, st in self._walk(""):
                 if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
                     self._index_path(rel)
             if known:
@@ -437,18 +450,6 @@ class Workspace:
 def _shown_link(link: str) -> str | None:
     """Only a relative symlink target that stays inside the jail is shown; others would leak host paths."""
     return link if not link.startswith("/") and ".." not in link.split("/") else None
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, left)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes, offset: int | None) -> None:
