@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -117,3 +118,33 @@ def test_memory_store_is_usable_and_hash_embedder_name_recorded() -> None:
         "dims": "8",
     }
     store.close()
+
+
+def test_connections_of_ended_threads_are_closed(tmp_path: Path) -> None:
+    """Worker pools retire idle threads; the connections those threads opened must not pile up."""
+    import threading
+
+    from afi.provider import Caller
+    from afi.providers.memory.provider import MemoryProvider
+
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    owner = Caller("local")
+
+    def work(i: int) -> None:
+        provider.write(owner, f"/facts/note-{i}.md", f"note {i}".encode())
+        provider.read(owner, f"/facts/note-{i}.md")
+        provider.write(owner, f"/files/file-{i}.txt", b"x")
+        provider.list(owner, "/files")
+
+    def burst(start: int) -> int:
+        for i in range(start, start + 100):
+            thread = threading.Thread(target=work, args=(i,))
+            thread.start()
+            thread.join()
+        return len(os.listdir("/proc/self/fd"))
+
+    work(0)
+    # SQLite keeps some closed descriptors for reuse (a few dozen, up and down); a leak is ~2 per thread
+    settled = burst(1)
+    burst(101)
+    assert burst(201) <= settled + 40

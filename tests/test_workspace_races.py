@@ -71,23 +71,24 @@ def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
     spares = itertools.count()
 
     def retire() -> None:
-        os.rename(link, workspace / f"spare-{next(spares)}")
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(link, workspace / f"spare-{next(spares)}")
 
     def swapper() -> None:
         while not stop.is_set():
-            with contextlib.suppress(FileNotFoundError):
-                os.rename(link, real)
+            os.rename(link, real)  # ``d`` is the real folder here, and ``d.real`` absent
             try:
                 os.symlink(outside, link)
-            except FileExistsError:
+            except FileExistsError:  # the provider made a new ``d`` in that instant
                 retire()
-                continue
-            os.unlink(link)
-            try:
-                os.rename(real, link)
-            except OSError:  # the provider made a new ``d`` meanwhile
-                retire()
-                os.rename(real, link)
+            else:
+                os.unlink(link)
+            while True:
+                try:
+                    os.rename(real, link)
+                    break
+                except OSError:  # the provider made a new ``d`` meanwhile
+                    retire()
 
     thread = threading.Thread(target=swapper)
     thread.start()

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -145,6 +146,18 @@ def _note_values(note: MemoryNote) -> list[Any]:
     return values
 
 
+class _ThreadConnection:
+    """One thread's connection. Only that thread's ``threading.local`` holds it, so when the thread ends
+    (worker pools retire idle threads) the holder goes and the finalizer closes the connection;
+    the store's weak set only lets :meth:`Store.close` reach the ones still open."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        weakref.finalize(self, conn.close)
+
+
 class Store:
     """One SQLite file holding every scope's notes; thread-safe through per-thread connections."""
 
@@ -152,6 +165,7 @@ class Store:
         self.path = str(path)
         self.in_memory = self.path == ":memory:"
         self._local = threading.local()
+        self._open: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
         self._shared: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -180,13 +194,13 @@ class Store:
             raise MemoryValidationError("the memory store is closed")
         if self._shared is not None:
             return self._shared
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
+        held: _ThreadConnection | None = getattr(self._local, "held", None)
+        if held is None:
+            held = _ThreadConnection(self._connect())
+            self._local.held = held
             with self._lock:
-                self._all = [*getattr(self, "_all", []), conn]
-        return conn
+                self._open.add(held)
+        return held.conn
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -253,12 +267,14 @@ class Store:
             yield self.conn()
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Close every connection this store opened that is still open."""
         self._closed = True
         with self._lock:
-            for conn in [*getattr(self, "_all", []), *([self._shared] if self._shared else [])]:
-                conn.close()
-            self._all = []
+            for held in list(self._open):
+                held.conn.close()
+            self._open.clear()
+            if self._shared is not None:
+                self._shared.close()
 
     # -- schema ------------------------------------------------------------------------
 
