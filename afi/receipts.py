@@ -17,7 +17,6 @@ import hashlib
 import json
 import secrets
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, Literal
 from .errors import Conflict, InvalidPath
 from .model import rfc3339
 from .provider import Caller
+from .sqlite import Connections
 
 __all__ = [
     "RECEIPT_TTL_SECONDS",
@@ -124,18 +124,10 @@ class ReceiptStore:
         self.ttl = ttl
         self.stale_after = stale_after
         self._clock = clock
-        self._local = threading.local()
-        self._conn().executescript(_SCHEMA)
+        self._db = Connections(db, schema=_SCHEMA, busy_timeout_ms=_BUSY_TIMEOUT_MS)
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.db, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            if self.db != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
-            self._local.conn = conn
-        return conn
+        return self._db.get()
 
     def claim(self, caller: Caller, tool: str, key: str, arguments: Any) -> Claim:
         """Given who calls which tool with which key and arguments, claim a receipt or find one to replay.
@@ -226,7 +218,5 @@ class ReceiptStore:
         return None if row is None else row[0]
 
     def close(self) -> None:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close this thread's connection (each other thread's closes when that thread ends)."""
+        self._db.close()

@@ -5,7 +5,9 @@ readdir → ``list`` (every page), read → ``read``, and at level 3 a written f
 it is flushed or released, mkdir → ``mkdir``, unlink/rmdir → ``delete``, rename → ``move``. Errors map
 through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle).
 Files made through the mount whose names the provider does not store (editors' temp files: sed's
-``sedXXXXXX``, vim's ``4913``) are kept in memory until renamed onto a path it stores.
+``sedXXXXXX``, vim's ``4913``) are kept in memory until renamed onto a path it stores, within a budget
+(``local_bytes``, ``local_files``: ENOSPC past it) and for ``local_idle`` seconds once closed and unused.
+The inode table holds only what the kernel knows (see :mod:`afi.bindings.fuse_nodes`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import errno
 import json
 import os
 import time
+from collections.abc import Hashable
 from typing import Any
 
 import pyfuse3
@@ -26,9 +29,11 @@ from afi.provider import Caller
 from .fuse_base import SEARCH_ENTRY, XATTRS, fuse_error, mapped_errors
 from .fuse_files import FileOps
 from .fuse_handles import DirHandle, Row, WriteHandle
-from .fuse_nodes import SEARCH_PATH, Node, entry_of_local
+from .fuse_nodes import SEARCH_PATH, Node, attributes, entry_of_local
 
 __all__ = ["XATTRS", "AfiFS"]
+
+_LISTINGS = 256  # cached folder listings past which the stale ones are pruned
 
 
 class AfiFS(FileOps):
@@ -43,7 +48,12 @@ class AfiFS(FileOps):
             entry = await self._entry(path)
         except (NotFound, InvalidPath):  # a name the provider cannot hold does not exist (yet: see create)
             raise fuse_error(errno.ENOENT) from None
-        node = self.inodes.for_path(path)
+        # The node is made only now that the path exists, and counted in the same step (no await between).
+        node = self.inodes.known(path)
+        if node is None:
+            node = self.inodes.for_path(path)
+            if path != SEARCH_PATH and path not in self.locals:
+                self.inodes.remember(node, entry)
         node.lookups += 1
         return self._attrs(node, entry)
 
@@ -72,10 +82,14 @@ class AfiFS(FileOps):
             if size == 0:
                 handle.buffer = bytearray()
             await self._load(handle)
+            if handle.local:
+                self._make_room(handle.path, size)
             handle.truncate(size)
         elif node.path in self.locals:
+            self._make_room(node.path, size)
             local = self.locals[node.path]
             local.data = local.data[:size].ljust(size, b"\x00")
+            local.used = time.monotonic()
         else:
             if size == 0:
                 entry = await self._call(self.provider.write, node.path, b"")
@@ -130,31 +144,38 @@ class AfiFS(FileOps):
             if not cursor:
                 return entries
 
-    async def _rows(self, path: str) -> list[Row]:
-        """Given a folder, return its children as readdir rows; reused while the store is unchanged."""
+    async def _rows(self, path: str) -> tuple[Hashable, float, list[Row]]:
+        """Given a folder, return the change token and time of its listing, and its children as readdir rows.
+
+        A listing is reused while the store is unchanged. Its rows carry no inode numbers: a child gets
+        its node only when readdir hands it to the kernel.
+        """
         token, now = self.inodes.current_token(), time.monotonic()
         cached = self._listings.get(path)
         if self.inodes.watched and cached is not None and cached[0] == token and now - cached[1] < self.timeout:
-            return cached[2]
-        rows: list[Row] = []
-        for entry in await self._call(self._list_all, path):
-            node = self.inodes.for_path(entry.path)
-            self.inodes.remember(node, entry)
-            rows.append((os.fsencode(basename(entry.path)), entry, self._attrs(node, entry)))
-        self._listings[path] = (token, now, rows)
-        return rows
+            return cached
+        rows = [(os.fsencode(basename(e.path)), e, self._row_attrs(e)) for e in await self._call(self._list_all, path)]
+        if self.inodes.watched:
+            if len(self._listings) >= _LISTINGS:  # a quiet store never clears them: keep the recent ones only
+                recent = self._listings.items()
+                self._listings = {p: c for p, c in recent if c[0] == token and now - c[1] < self.timeout}
+            self._listings[path] = (token, now, rows)
+        return token, now, rows
+
+    def _row_attrs(self, entry: Entry) -> pyfuse3.EntryAttributes:
+        return attributes(0, entry, read_only=self.read_only, timeout=self.timeout)
 
     @mapped_errors
     async def opendir(self, inode: int, ctx: Any) -> int:
         path = self.inodes.node(inode).path
-        rows = await self._rows(path)
+        token, seen_at, rows = await self._rows(path)
         extra = [entry_of_local(p, f) for p, f in self.locals.items() if parent(p) == path and p != path]
         if path == "/.afi":
             extra.append(SEARCH_ENTRY)
         if extra:
-            added = [(os.fsencode(basename(e.path)), e, self._attrs(self.inodes.for_path(e.path), e)) for e in extra]
+            added = [(os.fsencode(basename(e.path)), e, self._row_attrs(e)) for e in extra]
             rows = sorted(rows + added, key=lambda row: row[0])
-        return self._open(DirHandle(rows))
+        return self._open(DirHandle(rows, token, seen_at))
 
     @mapped_errors
     async def readdir(self, fh: int, start_id: int, token: Any) -> None:
@@ -163,17 +184,28 @@ class AfiFS(FileOps):
         # A file being written keeps the size its writer gave it, not the stored one.
         dirty = {h.ino for h in self._handles.values() if isinstance(h, WriteHandle) and h.dirty}
         rows = handle.rows
+        # Readdirplus: each entry handed over counts as a lookup in the kernel, as a lookup reply does.
+        # A node is made for a row only as it is handed over, and dropped when it did not fit after all.
         for index in range(start_id, len(rows)):
             name, entry, attr = rows[index]
-            node = self.inodes.for_path(entry.path)
-            if node.ino != attr.st_ino or node.ino in dirty:
+            node = self.inodes.known(entry.path)
+            made = node is None
+            if node is None:
+                node = self.inodes.for_path(entry.path)
+            if node.ino in dirty:
                 attr = self._attrs(node, entry)
+            else:
+                attr.st_ino = node.ino  # rows are shared by the handles of one listing: set just before use
             if not pyfuse3.readdir_reply(token, name, attr, index + 1):
+                if made:
+                    self.inodes.discard(node)
                 return
             node.lookups += 1
+            if entry.path != SEARCH_PATH and "x-local" not in entry.attributes and self.inodes.fresh(node) is None:
+                self.inodes.remember(node, entry, token=handle.token, seen_at=handle.seen_at)
 
     async def releasedir(self, fh: int) -> None:
-        self._handles.pop(fh, None)
+        self._close(fh)
 
     @mapped_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
@@ -224,6 +256,7 @@ class AfiFS(FileOps):
                 entry = await self._call(self.provider.write, destination, local.data, create_only=keep)
             except InvalidPath as err:  # still not a name the provider stores: it stays in memory
                 local.reason = err.message
+                local.used = time.monotonic()
                 self.locals[destination] = self.locals.pop(source)
                 self.inodes.moved(source, destination)
                 self._repoint_handles(source, destination)
@@ -236,7 +269,8 @@ class AfiFS(FileOps):
         self.locals.pop(destination, None)
         self.inodes.moved(source, destination)
         self._repoint_handles(source, destination)
-        node = self.inodes.for_path(destination)
-        self.inodes.remember(node, entry)
-        node.page_etag = None
-        self._invalidate(node.ino)
+        node = self.inodes.known(destination)  # the source's node, moved; the kernel knows it
+        if node is not None:
+            self.inodes.remember(node, entry)
+            node.page_etag = None
+            self._invalidate(node.ino)

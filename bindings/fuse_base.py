@@ -6,6 +6,7 @@ import contextlib
 import errno
 import functools
 import logging
+import time
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, ParamSpec, TypeVar
 
@@ -21,6 +22,9 @@ from .fuse_handles import DirHandle, ReadHandle, Row, SearchHandle, WriteHandle
 from .fuse_nodes import SEARCH_PATH, Inodes, LocalFile, Node, attributes, entry_of_local
 
 __all__ = [
+    "LOCAL_BYTES",
+    "LOCAL_FILES",
+    "LOCAL_IDLE",
     "SEARCH_ENTRY",
     "WHOLE_CHUNK",
     "WINDOW",
@@ -39,6 +43,10 @@ Handle = ReadHandle | WriteHandle | SearchHandle
 WINDOW = 1 << 20  # bytes fetched per provider read
 WHOLE_CHUNK = 32 << 20  # bytes per read when loading a file to rewrite it
 XATTRS = (b"user.afi.content_type", b"user.afi.etag", b"user.afi.entry")
+# Memory-only files (names the provider refuses: editors' and tools' temp files) are capped:
+LOCAL_BYTES = 64 << 20  # bytes they may hold together; a write past it fails with ENOSPC
+LOCAL_FILES = 1000  # how many there may be; one more is refused with ENOSPC
+LOCAL_IDLE = 600.0  # seconds one may stay closed and unused before it is dropped
 SEARCH_ENTRY = Entry(
     path=SEARCH_PATH,
     type="file",
@@ -94,6 +102,9 @@ class FuseBase(pyfuse3.Operations):
         change_token: returns a value that changes whenever the store does; entries are then
             cached until it changes instead of for half a second.
         threads: provider calls running at once.
+        local_bytes: bytes the memory-only files (names the provider refuses) may hold together.
+        local_files: how many memory-only files there may be.
+        local_idle: seconds a memory-only file may stay closed and unused before it is dropped.
     """
 
     supports_dot_lookup = True
@@ -109,6 +120,9 @@ class FuseBase(pyfuse3.Operations):
         timeout: float = 1.0,
         change_token: Callable[[], Hashable] | None = None,
         threads: int = 4,
+        local_bytes: int = LOCAL_BYTES,
+        local_files: int = LOCAL_FILES,
+        local_idle: float = LOCAL_IDLE,
     ) -> None:
         super().__init__()
         self.provider = provider
@@ -118,6 +132,9 @@ class FuseBase(pyfuse3.Operations):
         self.timeout = timeout
         self.inodes = Inodes(subtree, change_token)
         self.locals: dict[str, LocalFile] = {}
+        self.local_bytes = local_bytes
+        self.local_files = local_files
+        self.local_idle = local_idle
         self._handles: dict[int, Handle | DirHandle] = {}
         self._next_fh = 1
         self._limiter = trio.CapacityLimiter(threads)
@@ -133,6 +150,7 @@ class FuseBase(pyfuse3.Operations):
             return
         while True:
             await trio.sleep(every)
+            self._sweep_locals()
             if self.inodes.token_changed():
                 self._listings.clear()
                 inodes = self.inodes.looked_up()
@@ -147,7 +165,24 @@ class FuseBase(pyfuse3.Operations):
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = handle
+        if isinstance(handle, ReadHandle | WriteHandle):
+            node = self.inodes.get(handle.ino)
+            if node is not None:
+                node.opened += 1
         return fh
+
+    def _close(self, fh: int) -> Handle | DirHandle | None:
+        """Forget handle ``fh``; a memory-only file it had open counts as used now (its idle time starts)."""
+        handle = self._handles.pop(fh, None)
+        if isinstance(handle, ReadHandle | WriteHandle):
+            node = self.inodes.get(handle.ino)
+            if node is not None:
+                node.opened -= 1
+                self.inodes.discard(node)
+            local = self.locals.get(handle.path)
+            if local is not None:
+                local.used = time.monotonic()
+        return handle
 
     def _handle(self, fh: int) -> Handle | DirHandle:
         found = self._handles.get(fh)
@@ -171,12 +206,15 @@ class FuseBase(pyfuse3.Operations):
         local = self.locals.get(path)
         if local is not None:
             return entry_of_local(path, local)
-        node = self.inodes.for_path(path)
-        cached = self.inodes.fresh(node)
-        if cached is not None:
-            return cached
+        node = self.inodes.known(path)  # never made here: a path that does not exist must leave no node
+        if node is not None:
+            cached = self.inodes.fresh(node)
+            if cached is not None:
+                return cached
         entry = await self._call(self.provider.stat, path)
-        self.inodes.remember(node, entry)
+        node = self.inodes.known(path)
+        if node is not None:
+            self.inodes.remember(node, entry)
         return entry
 
     def _attrs(self, node: Node, entry: Entry) -> pyfuse3.EntryAttributes:
@@ -192,8 +230,69 @@ class FuseBase(pyfuse3.Operations):
         return attributes(node.ino, entry, read_only=self.read_only, timeout=self.timeout, size=size)
 
     def _changed(self) -> None:
-        """Something changed through the mount: listings are no longer trusted."""
+        """Something changed through the mount: listings are no longer trusted; stale memory-only files go."""
         self._listings.clear()
+        self._sweep_locals()
+
+    # -- memory-only files -----------------------------------------------------------------
+
+    def _sweep_locals(self) -> None:
+        """Drop the memory-only files that no handle has open and that were not used for ``local_idle``."""
+        if not self.locals:
+            return
+        now = time.monotonic()
+        in_use = {h.path for h in self._handles.values() if isinstance(h, ReadHandle | WriteHandle)}
+        for path, local in list(self.locals.items()):
+            if path not in in_use and now - local.used >= self.local_idle:
+                del self.locals[path]
+                self.inodes.stale(path)
+                log.info(
+                    "%s: memory-only file dropped (%d bytes): closed and unused for %.0f s",
+                    path,
+                    len(local.data),
+                    now - local.used,
+                )
+
+    def _memory_only(self, path: str) -> tuple[int, int, int]:
+        """Return the memory-only files other than ``path``: how many, their bytes; and the bytes ``path`` holds.
+
+        A file's bytes are the most of what it holds and what an open handle on it has buffered.
+        """
+        held = {p: len(f.data) for p, f in self.locals.items() if f.reason}
+        for handle in self._handles.values():
+            if isinstance(handle, WriteHandle) and handle.local and handle.buffer is not None and handle.path in held:
+                held[handle.path] = max(held[handle.path], len(handle.buffer))
+        mine = held.pop(path, 0)
+        return len(held), sum(held.values()), mine
+
+    def _make_room(self, path: str, size: int, *, reason: str | None = None) -> None:
+        """Refuse with ENOSPC when memory-only ``path`` holding ``size`` bytes passes the caps.
+
+        Only files the provider refused count (``reason``: a refusal about to make ``path`` memory-only);
+        a new file whose name is not refused is on its way to the provider. Stale files are dropped first.
+        """
+        local = self.locals.get(path)
+        counted = local is not None and bool(local.reason)
+        if not counted and reason is None:
+            return
+
+        def over() -> str | None:
+            files, total, held = self._memory_only(path)
+            if not counted and files + 1 > self.local_files:
+                return f"{files} such files are the most it holds (local_files)"
+            if size > held and total + size > self.local_bytes:
+                return f"{total + size} bytes would pass the {self.local_bytes} bytes they may hold (local_bytes)"
+            return None
+
+        if over() is None:
+            return
+        self._sweep_locals()
+        why = over()
+        if why is None:
+            return
+        refusal = reason or (local.reason if local is not None else "")
+        log.warning("%s: refused with ENOSPC: kept in memory only (%s), and %s", path, refusal, why)
+        raise fuse_error(errno.ENOSPC)
 
     def _may_change(self, entry: Entry | None = None) -> None:
         """Refuse a change: EROFS on a read-only mount, EACCES without the write scope or on a read-only path."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from typing import Any
 
 import pyfuse3
@@ -38,6 +39,9 @@ class FileOps(FuseBase):
 
     async def _open_for_write(self, node: Node, flags: int) -> int:
         self._may_change(await self._entry(node.path))
+        return self._write_handle(node, flags)
+
+    def _write_handle(self, node: Node, flags: int) -> int:
         handle = WriteHandle(node.ino, node.path, local=node.path in self.locals)
         if flags & os.O_TRUNC:
             handle.buffer, handle.dirty = bytearray(), True
@@ -50,19 +54,28 @@ class FileOps(FuseBase):
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         path = self._child(parent_inode, name)
         self._may_change(await self._entry(self.inodes.node(parent_inode).path))
+        refused: InvalidPath | None = None
         try:
             existing: Entry | None = await self._entry(path)
-        except (NotFound, InvalidPath):
+        except NotFound:
             existing = None
-        node = self.inodes.for_path(path)
+        except InvalidPath as err:  # a name the provider cannot store: the file will live in memory only
+            existing, refused = None, err
+        # No await from here on: the node is made, handed to the kernel and counted in one go.
         if existing is not None:
             if flags & os.O_EXCL:
                 raise fuse_error(errno.EEXIST)
-            fh = await self._open_for_write(node, flags)
+            self._may_change(existing)
+            node = self.inodes.for_path(path)
+            fh = self._write_handle(node, flags)
         else:
+            reason = refused.message if refused is not None else ""
+            if refused is not None:
+                self._make_room(path, 0, reason=reason)
             self._changed()
-            self.locals[path] = LocalFile()
+            self.locals[path] = LocalFile(reason=reason)
             existing = entry_of_local(path, self.locals[path])
+            node = self.inodes.for_path(path)
             fh = self._open(WriteHandle(node.ino, path, buffer=bytearray(), dirty=True, local=True))
         node.lookups += 1
         return pyfuse3.FileInfo(fh=fh), self._attrs(node, existing)
@@ -111,6 +124,13 @@ class FileOps(FuseBase):
         if not isinstance(handle, WriteHandle):
             raise fuse_error(errno.EBADF)
         await self._load(handle)
+        assert handle.buffer is not None
+        if handle.local:
+            if off + len(buf) > len(handle.buffer):
+                self._make_room(handle.path, off + len(buf))
+            local = self.locals.get(handle.path)
+            if local is not None:
+                local.used = time.monotonic()
         handle.put(off, buf)
         return len(buf)
 
@@ -155,6 +175,15 @@ class FileOps(FuseBase):
         except InvalidPath as err:
             if not handle.local:
                 raise
+            try:
+                self._make_room(path, len(data), reason=err.message)
+            except pyfuse3.FUSEError:
+                handle.dirty = False  # refused once; release does not try again
+                local = self.locals.get(path)
+                if local is not None and not local.reason:
+                    del self.locals[path]  # nothing half-made stays behind
+                    self.inodes.stale(path)
+                raise
             self.locals[path] = LocalFile(data, reason=err.message)
             handle.dirty = False
             log.info("%s is kept in memory only: %s", path, err.message)
@@ -168,10 +197,11 @@ class FileOps(FuseBase):
             self.locals.pop(path, None)
             handle.local = False
         handle.dirty = False
-        node = self.inodes.for_path(path)
-        self.inodes.remember(node, entry)
-        node.page_etag = None
-        self._invalidate(node.ino)
+        node = self.inodes.known(path)
+        if node is not None:
+            self.inodes.remember(node, entry)
+            node.page_etag = None
+            self._invalidate(node.ino)
 
     @mapped_errors
     async def flush(self, fh: int) -> None:
@@ -184,9 +214,14 @@ class FileOps(FuseBase):
         await self.flush(fh)
 
     async def release(self, fh: int) -> None:
-        handle = self._handles.pop(fh, None)
-        if isinstance(handle, WriteHandle) and handle.dirty:
-            try:
-                await self._commit(handle)
-            except AfiError as err:
-                log.warning("%s: %s: the last write could not be stored: %s", handle.path, err.code, err.message)
+        handle = self._handles.get(fh)
+        try:
+            if isinstance(handle, WriteHandle) and handle.dirty:
+                try:
+                    await self._commit(handle)
+                except AfiError as err:
+                    log.warning("%s: %s: the last write could not be stored: %s", handle.path, err.code, err.message)
+                except pyfuse3.FUSEError:
+                    pass  # ENOSPC, logged where it was decided
+        finally:
+            self._close(fh)

@@ -8,6 +8,7 @@ request and its answer per handle, so two processes searching at once never see 
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,14 +138,19 @@ class SearchHandle:
         return self.answer[start : start + size]
 
 
-Row = tuple[bytes, Entry, Any]  # a child's name, its entry, and its pyfuse3.EntryAttributes
+Row = tuple[bytes, Entry, Any]  # a child's name, its entry, and its pyfuse3.EntryAttributes (inode set by readdir)
 
 
 @dataclass
 class DirHandle:
-    """An open directory: its children, listed once at opendir, as readdir rows."""
+    """An open directory: its children, listed once at opendir, as readdir rows, and when they were listed.
+
+    The rows hold no inode numbers: a child gets its node only when readdir hands it to the kernel.
+    """
 
     rows: list[Row]
+    token: Hashable = None  # the change token the listing was made under
+    seen_at: float = 0.0  # time.monotonic() of the listing
 
 
 def render_matches(page: MatchPage) -> bytes:

@@ -4,6 +4,12 @@ Inodes are path-based: one path keeps one inode number while the kernel knows it
 rewritten (or deleted and made again) elsewhere stays the same file to the kernel. Entries are cached
 while the store's change token stays the same (or, without a token, for a short time), so ``lookup``
 and ``getattr`` after a listing cost no provider call.
+
+The table holds the root, the nodes the kernel was told about (a lookup, create or mkdir reply, or a
+readdirplus entry it was handed: ``lookups`` counts them until ``forget`` gives them back), and nodes an
+open handle uses. A node is made only when it is about to be handed to the kernel; one that was not
+handed over after all is :meth:`Inodes.discard`-ed at once, so failed lookups and listings read only in
+part leave nothing behind in a mount that runs for weeks.
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ class Node:
     entry: Entry | None = None
     seen_at: float = 0.0
     token: object = None
-    lookups: int = 0
+    lookups: int = 0  # how many times the kernel was handed this node and has not forgotten it
+    opened: int = 0  # open file handles on it
     page_etag: str | None = None  # the etag of the bytes the kernel may hold in its page cache
 
 
@@ -44,12 +51,16 @@ class Node:
 class LocalFile:
     """A file made through the mount that the provider did not accept as a name (an editor's temp file).
 
-    It lives in memory only, until it is renamed onto a path the provider stores, or deleted.
+    It lives in memory only, until it is renamed onto a path the provider stores, or deleted, or it has
+    been closed and unused for a while (the mount's ``local_idle``). ``reason`` is the provider's
+    refusal: empty while the file is new and its name not yet refused (its bytes are then on their way
+    to the provider, not held for long).
     """
 
     data: bytes = b""
     mtime_ns: int = field(default_factory=time.time_ns)
     reason: str = ""
+    used: float = field(default_factory=time.monotonic)  # when it was last made, written, renamed or closed
 
 
 class Inodes:
@@ -82,8 +93,19 @@ class Inodes:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return found
 
+    def __len__(self) -> int:
+        """How many nodes the table holds (the root included)."""
+        return len(self._by_ino)
+
+    def get(self, ino: int) -> Node | None:
+        return self._by_ino.get(ino)
+
     def for_path(self, path: str) -> Node:
-        """Given an AFI path, return its node, making one when the path is new."""
+        """Given an AFI path, return its node, making one when the path is new.
+
+        A node made here is about to be handed to the kernel: the caller counts it (``lookups += 1``)
+        once the kernel has it, or calls :meth:`discard` when it was not handed over after all.
+        """
         ino = self._by_path.get(path)
         if ino is not None:
             return self._by_ino[ino]
@@ -102,16 +124,23 @@ class Inodes:
         if node is None or ino == pyfuse3.ROOT_INODE:
             return
         node.lookups -= count
-        if node.lookups <= 0:
-            del self._by_ino[ino]
-            if self._by_path.get(node.path) == ino:
-                del self._by_path[node.path]
+        self.discard(node)
+
+    def discard(self, node: Node) -> None:
+        """Drop ``node`` unless the kernel knows it, a handle has it open, or it is the root."""
+        if node.lookups > 0 or node.opened > 0 or node.ino == pyfuse3.ROOT_INODE:
+            return
+        if self._by_ino.get(node.ino) is node:
+            del self._by_ino[node.ino]
+        if self._by_path.get(node.path) == node.ino:
+            del self._by_path[node.path]
 
     def moved(self, source: str, destination: str) -> None:
         """Repoint every node at or below ``source`` to the same place below ``destination``."""
         gone = self._by_path.pop(destination, None)
         if gone is not None and gone in self._by_ino:
             self._by_ino[gone].entry = None
+            self.discard(self._by_ino[gone])  # no path leads to it now: it stays only while held
         for path in [p for p in self._by_path if is_within(p, source)]:
             ino = self._by_path.pop(path)
             node = self._by_ino[ino]
@@ -135,10 +164,11 @@ class Inodes:
             return node.entry if node.token == self.current_token() else None
         return node.entry if time.monotonic() - node.seen_at < self._ttl else None
 
-    def remember(self, node: Node, entry: Entry) -> None:
+    def remember(self, node: Node, entry: Entry, *, token: Hashable = None, seen_at: float | None = None) -> None:
+        """Cache ``entry`` on ``node``, as seen now, or under the ``token`` and time of the listing it came from."""
         node.entry = entry
-        node.seen_at = time.monotonic()
-        node.token = self.current_token()
+        node.seen_at = time.monotonic() if seen_at is None else seen_at
+        node.token = self.current_token() if token is None else token
 
     def stale(self, path: str) -> None:
         """Drop the cached entry of ``path`` (after a change made through the mount)."""

@@ -8,6 +8,8 @@ the transport (:mod:`afi.bindings.mcp_http` for Streamable HTTP, :func:`stdio_in
 
 - Tool names: dotted (``afi.stat``), underscored (``afi_stat``) or both (the default).
 - A stateful session also gets the fabric's five ``memory.*`` tools, attached to that session only.
+  The binding keeps a :class:`LiveSession` per session exactly as long as the SDK's session (see
+  :meth:`McpBinding.live_session`).
 - Discovery mode answers three meta-tools instead (``search_tools``, ``get_tool_schema``, ``call_tool``).
 - Write tools called with an idempotency key replay their stored result (:mod:`afi.receipts`).
 """
@@ -17,13 +19,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import anyio.to_thread
 import jsonschema
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -37,12 +40,13 @@ from .mcp_discovery import CALL_TOOL, discovery_tools
 from .mcp_resources import list_resources, list_templates, read_resource
 from .mcp_tools import ToolOutput, ToolSpec, afi_tools
 
-__all__ = ["IDEMPOTENCY_META", "FabricSessions", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
+__all__ = ["IDEMPOTENCY_META", "FabricSessions", "LiveSession", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
 
 ToolNames = Literal["dotted", "underscore", "both"]
 Mode = Literal["tools", "discovery"]
 IDEMPOTENCY_META = "idempotencyKey"
 SCOPE_KEY = "afi.mcp"  # where the HTTP transport leaves the RequestInfo in the ASGI scope
+_TRACKED = "afi.session"  # set in a connection's state once its end is wired to end_session
 INSTRUCTIONS = (
     "An agent's memory as a filesystem (AFI). Notes: /facts/<name>.md, /procedures/<name>.md, "
     "/working/<block>.md; real files under /files; every version under /history. Read with afi.read, "
@@ -59,6 +63,15 @@ class RequestInfo:
     mode: Mode = "tools"
     session_id: str | None = None
     idempotency_key: str | None = None
+
+
+@dataclass
+class LiveSession:
+    """A stateful session the transport holds open: who opened it, in which mode, its tools once attached."""
+
+    caller: Caller
+    mode: Mode
+    tools: list[ToolSpec] | None = None
 
 
 def stdio_info(caller: Caller, mode: Mode = "tools", session_id: str = "stdio") -> RequestInfo:
@@ -150,8 +163,12 @@ class McpBinding:
         self.afi = afi_tools(provider)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._quick: dict[str, QuickCheck | None] = {}
-        self._sessions: dict[str, list[ToolSpec]] = {}
+        # The live sessions: opened when the SDK opens one, dropped when its connection ends.
+        self._sessions: dict[str, LiveSession] = {}
         self._lock = threading.Lock()
+        if default_info is not None and default_info.session_id is not None:
+            # stdio: the process is the session; its owner ends it (afi mcp does, when stdin closes).
+            self._sessions[default_info.session_id] = LiveSession(default_info.caller, default_info.mode)
         self.meta = discovery_tools({})
         self._afi_names = {name: spec for spec in self.afi for name in exposed_names(spec.name, tool_names)}
         # Every name ever offered, by its input schema (the same for every caller offered it).
@@ -169,7 +186,8 @@ class McpBinding:
             on_list_resource_templates=self._list_templates,
             on_read_resource=self._read_resource,
         )
-        self.server.middleware = []  # no OpenTelemetry span per message: nothing here exports them
+        # No OpenTelemetry span per message (nothing here exports them); only the session tracker.
+        self.server.middleware = [self._track_session]
 
     # -- who asks ----------------------------------------------------------------------------
 
@@ -179,7 +197,10 @@ class McpBinding:
         if request is not None:
             found = request.scope.get(SCOPE_KEY)
             if isinstance(found, RequestInfo):
-                return found
+                # The session is the SDK's connection, not the header: a 2026-era request (one
+                # connection per request) has none whatever header it carries.
+                session_id = _connection(ctx).session_id
+                return found if found.session_id == session_id else replace(found, session_id=session_id)
         if self.default_info is not None:
             return self.default_info
         raise MCPError(types.INTERNAL_ERROR, "the transport attached no caller to this request")
@@ -194,25 +215,66 @@ class McpBinding:
 
     # -- sessions ----------------------------------------------------------------------------
 
+    async def _track_session(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Server middleware: when the SDK opens a session (a successful initialize), open ours with it."""
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            self._open_session(ctx)
+        return result
+
+    def _open_session(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Record the session the SDK just opened, and end it when the SDK's connection for it ends.
+
+        The SDK runs one connection per stateful HTTP session and unwinds its ``exit_stack`` however
+        the session ends: DELETE, its idle timeout, a crash, or the session manager shutting down.
+        Tying :meth:`end_session` to it keeps this record exactly as long as the SDK's session, with
+        no clock of our own. A connection without a session id (stdio, stateless, the 2026 era) opens
+        nothing here.
+        """
+        connection, request = _connection(ctx), ctx.request
+        session_id = connection.session_id
+        if session_id is None or request is None or connection.state.get(_TRACKED):
+            return
+        found = request.scope.get(SCOPE_KEY)
+        if not isinstance(found, RequestInfo):
+            return
+        connection.state[_TRACKED] = True
+        with self._lock:
+            self._sessions[session_id] = LiveSession(found.caller, found.mode)
+        connection.exit_stack.callback(self.end_session, session_id)
+
+    def live_session(self, session_id: str) -> LiveSession | None:
+        """Given a session id, return the live session (None: the SDK holds no such session)."""
+        return self._sessions.get(session_id)
+
     def session_tools(self, info: RequestInfo) -> list[ToolSpec]:
-        """Return the ``memory.*`` tools of the caller's stateful session (none without one)."""
+        """Return the ``memory.*`` tools of the caller's live session (none without one).
+
+        The fabric is attached on first use, only to a session that is live: an id the SDK does not
+        hold (any more) gets nothing, so nothing can be attached that no end of session would free.
+        """
         if self.fabric is None or info.session_id is None:
             return []
+        live = self._sessions.get(info.session_id)
+        if live is None:
+            return []
+        if live.tools is not None:
+            return live.tools
         with self._lock:
-            tools = self._sessions.get(info.session_id)
-            if tools is None:
-                tools = self.fabric.open(info.caller, info.session_id)
-                self._sessions[info.session_id] = tools
-                for spec in tools:
+            if self._sessions.get(info.session_id) is not live:
+                return []  # it ended meanwhile
+            if live.tools is None:
+                live.tools = self.fabric.open(info.caller, info.session_id)
+                for spec in live.tools:
                     names = exposed_names(spec.name, self.tool_names)
                     self._schemas.update((name, spec.input_schema) for name in names)
-        return tools
+            return live.tools
 
     def end_session(self, session_id: str) -> None:
-        """Detach the fabric from a session that ended (DELETE, idle timeout, end of stdio)."""
-        with self._lock:
-            opened = self._sessions.pop(session_id, None)
-        if opened is not None and self.fabric is not None:
+        """Forget a session that ended and detach its fabric (harmless when it is not live)."""
+        with self._lock:  # after an attach in progress, which then sees the session gone
+            live = self._sessions.pop(session_id, None)
+        if live is not None and self.fabric is not None:
             self.fabric.close(session_id)
 
     def catalogue(self, info: RequestInfo) -> dict[str, ToolSpec]:
@@ -228,7 +290,8 @@ class McpBinding:
 
     async def _catalogue(self, info: RequestInfo) -> dict[str, ToolSpec]:
         # Only opening a session's fabric touches the store; everything else is a dict lookup.
-        if self.fabric is None or info.session_id is None or info.session_id in self._sessions:
+        live = self._sessions.get(info.session_id) if info.session_id is not None else None
+        if self.fabric is None or live is None or live.tools is not None:
             return self.catalogue(info)
         return await anyio.to_thread.run_sync(self.catalogue, info)
 
@@ -376,6 +439,21 @@ class McpBinding:
     ) -> types.ReadResourceResult:
         caller = self.info(ctx).caller
         return await read_resource(self.provider, caller, params.uri)
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """Given a request context, return the SDK connection it came on (one per stateful HTTP session).
+
+    The only private access here: mcp 2.3's low-level context does not expose the connection yet (the
+    new ``Context.connection`` does, and the SDK marks ``_make_context`` for that rework), but the
+    ``ServerSession`` it hands every handler holds it. Everything used from it is public:
+    ``session_id``, ``state`` and ``exit_stack`` (documented for per-connection teardown).
+    """
+    found = getattr(ctx, "connection", None)
+    if isinstance(found, Connection):
+        return found
+    connection: Connection = ctx.session._connection
+    return connection
 
 
 def _success(output: ToolOutput, durable: dict[str, Any] | None) -> types.CallToolResult:

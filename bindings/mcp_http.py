@@ -5,7 +5,9 @@ API key (``Authorization: Bearer``, the same keys and scopes as the HTTP binding
 limit, picks stateful or stateless (``--mcp-stateless``, ``X-Mcp-Stateless: true`` or
 ``?stateless=1``) and the mode (``?mode=discovery``), then hands the request on with a
 :class:`~afi.bindings.mcp.RequestInfo` in the ASGI scope. A stateful session stays bound to the
-principal that opened it. Refusals are JSON-RPC error bodies whose ``data`` is the AfiError; a
+principal that opened it, and lives as long as the SDK's session: the binding opens and ends it
+with the SDK's (:meth:`~afi.bindings.mcp.McpBinding.live_session`); this door keeps no session
+table of its own. Refusals are JSON-RPC error bodies whose ``data`` is the AfiError; a
 missing or bad key is 401 with ``WWW-Authenticate`` naming the resource metadata and the scopes.
 :func:`mount_mcp` adds it to the HTTP binding's app (one process, one lifespan).
 """
@@ -13,10 +15,8 @@ missing or bad key is 401 with ``WWW-Authenticate`` naming the resource metadata
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -26,7 +26,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from afi.door import Door, InvalidToken, is_loopback_origin
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, Unauthorized
@@ -46,14 +46,6 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 _InvalidToken = InvalidToken
-
-
-@dataclass
-class _Session:
-    principal: str
-    space: str
-    mode: Mode
-    seen: float
 
 
 def _rpc_error(err: AfiError, headers: dict[str, str] | None = None) -> Response:
@@ -76,7 +68,8 @@ class McpHttp:
         allowed_origins: origins allowed besides loopback ones and the server's own.
         allowed_spaces: when given, only these spaces are served (another is 401 ``invalid_token``).
         default_space: the space the keyless local owner works in at ``/mcp``.
-        session_idle_timeout: seconds after which an unused stateful session is closed.
+        session_idle_timeout: seconds without a request in flight (or an open GET stream) after which the
+            SDK closes a stateful session; the binding's state for it goes with it.
     """
 
     def __init__(
@@ -101,17 +94,16 @@ class McpHttp:
         server = binding.server
         self._stateful = StreamableHTTPSessionManager(server, json_response=True, session_idle_timeout=self.idle)
         self._stateless = StreamableHTTPSessionManager(server, json_response=True, stateless=True)
-        self._sessions: dict[str, _Session] = {}
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Run the session managers (enter once, in the app's lifespan)."""
-        try:
-            async with self._stateful.run(), self._stateless.run():
-                yield
-        finally:
-            for session_id in list(self._sessions):
-                self._end(session_id)
+        """Run the session managers (enter once, in the app's lifespan).
+
+        Leaving it ends every session: the SDK cancels their connections, whose teardown ends the
+        binding's state for each.
+        """
+        async with self._stateful.run(), self._stateless.run():
+            yield
 
     # -- the door --------------------------------------------------------------------------
 
@@ -162,12 +154,7 @@ class McpHttp:
             await _rpc_error(Internal(f"authentication failed: {type(err).__name__}"))(scope, receive, send)
             return
         scope[SCOPE_KEY] = info
-        if manager is self._stateless or info.session_id is not None:
-            await manager.handle_request(scope, receive, send)
-            if info.session_id is not None and scope.get("method") == "DELETE":
-                self._end(info.session_id)
-            return
-        await manager.handle_request(scope, receive, self._watch_new_session(send, info))
+        await manager.handle_request(scope, receive, send)
 
     def _route(
         self, scope: Scope, headers: Headers, caller: Caller
@@ -184,40 +171,11 @@ class McpHttp:
             return RequestInfo(caller, mode, None, key), self._stateless
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
-            self._prune()
             return RequestInfo(caller, mode, None, key), self._stateful
-        known = self._sessions.get(session_id)
-        if known is not None:
-            if (known.principal, known.space) != (caller.principal, caller.space):
-                raise _SessionNotFound("no such session for this key")
-            known.seen = time.monotonic()
-            mode = known.mode
-        return RequestInfo(caller, mode, session_id, key), self._stateful
-
-    def _watch_new_session(self, send: Send, info: RequestInfo) -> Callable[[Message], Awaitable[None]]:
-        """Wrap ``send`` to record the session a successful initialize opened, with its principal and mode."""
-
-        async def watching(message: Message) -> None:
-            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
-                for name, value in message.get("headers", []):
-                    if name.lower() == SESSION_HEADER.encode():
-                        caller = info.caller
-                        self._sessions[value.decode()] = _Session(
-                            caller.principal, caller.space, info.mode, time.monotonic()
-                        )
-            await send(message)
-
-        return watching
-
-    def _prune(self) -> None:
-        cutoff = time.monotonic() - self.idle
-        for session_id, session in list(self._sessions.items()):
-            if session.seen < cutoff:
-                self._end(session_id)
-
-    def _end(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
-        self.binding.end_session(session_id)
+        live = self.binding.live_session(session_id)
+        if live is None or (live.caller.principal, live.caller.space) != (caller.principal, caller.space):
+            raise _SessionNotFound("no such session for this key: initialize a new one")
+        return RequestInfo(caller, live.mode, session_id, key), self._stateful
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -236,7 +194,13 @@ class McpHttp:
 
 
 class _SessionNotFound(AfiError):
-    """A session id that is unknown, or belongs to another key: answered as if it did not exist."""
+    """A session id that is not live, or belongs to another key: 404, the same answer for both.
+
+    404 is what the MCP spec gives a session id the server does not hold, and what tells a client
+    to initialize a new session. Another key's session gets the same answer (not 403) so that a key
+    cannot learn which session ids exist; for that key the session indeed does not exist. The SDK
+    answers its own owner check the same way. Nothing is attached, nothing reaches the SDK.
+    """
 
     code = "not_found"
 

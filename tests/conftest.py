@@ -104,9 +104,9 @@ def _await_ready(url: str, proc: subprocess.Popen[str], timeout: float) -> None:
 
 
 @contextmanager
-def serve_app_in_thread(app: Any) -> Iterator[str]:
+def serve_app_in_thread(app: Any, *, lifespan: str = "off") -> Iterator[str]:
     """Run an ASGI app on uvicorn in a thread, on 127.0.0.1 with a free port; yield its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -121,6 +121,7 @@ def serve_app_in_thread(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(15)
+        assert not thread.is_alive(), "the server did not shut down"
 
 
 def _keys(db: Path) -> Any:

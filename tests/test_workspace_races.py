@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -82,6 +83,7 @@ def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
             except FileExistsError:  # the provider made a new ``d`` in that instant
                 retire()
             else:
+                time.sleep(0)  # let the provider run while ``d`` is the symlink
                 os.unlink(link)
             while True:
                 try:
@@ -89,6 +91,7 @@ def _race(workspace: Path, outside: Path, attempt: Callable[[], None]) -> None:
                     break
                 except OSError:  # the provider made a new ``d`` meanwhile
                     retire()
+            time.sleep(0)  # ... and while it is the real folder
 
     thread = threading.Thread(target=swapper)
     thread.start()

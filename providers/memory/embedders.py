@@ -6,6 +6,7 @@ is refused, so vectors from two models never mix in one index.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -37,6 +38,7 @@ def hash_tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the hot vocabulary; ~9 MB at most, shared by every embedder
 def _fnv1a(token: str) -> int:
     value = _FNV_OFFSET
     for byte in token.encode("utf-8"):
@@ -55,15 +57,9 @@ class HashEmbedder:
             raise MemoryValidationError("HashEmbedder dims must be an integer in 1..4096")
         self.dims = dims
         self.name = f"hash-fnv1a-{dims}"
-        self._slots: dict[str, int] = {}
 
     def _slot(self, token: str) -> int:
-        slot = self._slots.get(token)
-        if slot is None:
-            slot = _fnv1a(token) % self.dims
-            if len(self._slots) < 1_000_000:  # bound the memo on unbounded vocabularies
-                self._slots[token] = slot
-        return slot
+        return _fnv1a(token) % self.dims
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Given texts, return an (n, dims) float32 matrix of L2-normalised rows."""

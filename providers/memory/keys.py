@@ -11,13 +11,13 @@ import hashlib
 import re
 import secrets
 import sqlite3
-import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from afi.errors import Unauthorized
 from afi.provider import SCOPES, Caller
+from afi.sqlite import Connections
 
 from .errors import MemoryValidationError
 
@@ -69,18 +69,12 @@ class KeyStore:
     def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
         self.db = str(db)
         self._busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
+        self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
         with self._conn() as conn:
             conn.execute(_SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.db, timeout=self._busy_timeout_ms / 1000, check_same_thread=True)
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            self._local.conn = conn
-        return conn
+        return self._db.get()
 
     def create(
         self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None
@@ -172,8 +166,5 @@ class KeyStore:
         return int(row[0])
 
     def close(self) -> None:
-        """Close this thread's connection (others close when their thread ends)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close this thread's connection (each other thread's closes when that thread ends)."""
+        self._db.close()

@@ -21,9 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from afi.sqlite import Connections
+
 from .errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
 from .memory import canonical_time, check_hex
-from .sqlite import Connections
 from .store import iso_now
 
 __all__ = [

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .sqlite import Connections
+from afi.sqlite import Connections
+
 from .types import Scope
 
 __all__ = ["NoteRow", "NotesView", "now_iso"]

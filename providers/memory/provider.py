@@ -36,6 +36,7 @@ from afi.model import (
 )
 from afi.paths import is_within, normalize
 from afi.provider import Caller
+from afi.sqlite import Connections
 
 from .conversation import (
     episode_note,
@@ -51,7 +52,6 @@ from .memory import space_memory
 from .notes_view import NotesView, rendered_etag
 from .render import parse_note, render_note
 from .search import Candidate, GrepSource, grep, hit_path, semantic_matches
-from .sqlite import Connections
 from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
 from .types import MemoryNote
 from .workspace import Workspace
@@ -64,6 +64,7 @@ MAX_LIST = 1000
 MAX_RESULTS = 1000
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 GREP_CACHE_SIZE = 32
+GREP_CACHE_CANDIDATES = 400_000  # candidates kept across cached queries (~60 MB); the newest list always stays
 # Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
 SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
 
@@ -319,8 +320,12 @@ class MemoryProvider:
             cached = (token, self._indexed_candidates(space, literals, scope))
             with self._lock:
                 self._grep_cache[key] = cached
-                while len(self._grep_cache) > GREP_CACHE_SIZE:
-                    self._grep_cache.popitem(last=False)
+                held = sum(len(entry[1]) for entry in self._grep_cache.values())
+                while len(self._grep_cache) > 1 and (
+                    len(self._grep_cache) > GREP_CACHE_SIZE or held > GREP_CACHE_CANDIDATES
+                ):
+                    _, evicted = self._grep_cache.popitem(last=False)
+                    held -= len(evicted[1])
         fresh = sorted(c for c in self._unindexed_candidates(space, scope) if is_within(c[0], scope))
         return list(heapq.merge(cached[1], fresh)) if fresh else cached[1]
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from afi.errors import InvalidPath
 from afi.provider import Caller
+from afi.sqlite import Connections
 from afi.sshkeys import fingerprint, parse_key_line
 
 from .errors import MemoryValidationError
@@ -61,19 +61,13 @@ class SshKeyStore:
     def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
         self.db = str(db)
         self._busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
+        self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
         self._api = KeyStore(db, busy_timeout_ms=busy_timeout_ms)
         with self._conn() as conn:
             conn.execute(_SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.db, timeout=self._busy_timeout_ms / 1000)
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            self._local.conn = conn
-        return conn
+        return self._db.get()
 
     def add(
         self,

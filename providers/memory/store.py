@@ -23,6 +23,8 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_utils
 
+from afi.sqlite import ThreadConnection, configure
+
 from .errors import MemoryValidationError
 from .lexical import TermStats
 from .render import render_note
@@ -146,18 +148,6 @@ def _note_values(note: MemoryNote) -> list[Any]:
     return values
 
 
-class _ThreadConnection:
-    """One thread's connection. Only that thread's ``threading.local`` holds it, so when the thread ends
-    (worker pools retire idle threads) the holder goes and the finalizer closes the connection;
-    the store's weak set only lets :meth:`Store.close` reach the ones still open."""
-
-    __slots__ = ("__weakref__", "conn")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        weakref.finalize(self, conn.close)
-
-
 class Store:
     """One SQLite file holding every scope's notes; thread-safe through per-thread connections."""
 
@@ -165,7 +155,7 @@ class Store:
         self.path = str(path)
         self.in_memory = self.path == ":memory:"
         self._local = threading.local()
-        self._open: weakref.WeakSet[_ThreadConnection] = weakref.WeakSet()
+        self._open: weakref.WeakSet[ThreadConnection] = weakref.WeakSet()
         self._shared: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -182,10 +172,7 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if not self.in_memory:
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        configure(conn, wal=not self.in_memory)
         return conn
 
     def conn(self) -> sqlite3.Connection:
@@ -194,9 +181,9 @@ class Store:
             raise MemoryValidationError("the memory store is closed")
         if self._shared is not None:
             return self._shared
-        held: _ThreadConnection | None = getattr(self._local, "held", None)
+        held: ThreadConnection | None = getattr(self._local, "held", None)
         if held is None:
-            held = _ThreadConnection(self._connect())
+            held = ThreadConnection(self._connect())
             self._local.held = held
             with self._lock:
                 self._open.add(held)

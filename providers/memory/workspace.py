@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afi.errors import AfiError, Conflict, InvalidPath, NotFound, TooLarge
+from afi.sqlite import Connections
 
 from .errors import MemoryValidationError
 from .jail import FileJail, read_at_most
-from .sqlite import Connections
 
 __all__ = ["INDEX_MAX_BYTES", "FileStat", "Workspace"]
 
