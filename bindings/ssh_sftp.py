@@ -159,6 +159,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         where = self._path(path)
         writing = bool(pflags & (asyncssh.FXF_WRITE | asyncssh.FXF_APPEND | asyncssh.FXF_CREAT | asyncssh.FXF_TRUNC))
         if not writing:
+            pending = self._pending.get(where)
+            if pending is not None and pending.dirty:
+                # sshfs sends CLOSE after the program's close() returned; a reader that comes first
+                # sees what was written so far, as on a disk.
+                await self._commit(pending)
             entry = await self._run(self.provider.stat, self.caller, where)
             if entry.type == "directory":
                 raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder")
@@ -213,15 +218,16 @@ class AfiSFTPServer(asyncssh.SFTPServer):
     async def close(self, file_obj: object) -> None:
         handle = _handle(file_obj)
         try:
-            if handle.writing and handle.dirty:
-                handle.dirty = False
-                await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+            await self._commit(handle)
         finally:
             if self._pending.get(handle.path) is handle:
                 del self._pending[handle.path]
 
     async def fsync(self, file_obj: object) -> None:
-        handle = _handle(file_obj)
+        await self._commit(_handle(file_obj))
+
+    async def _commit(self, handle: _Handle) -> None:
+        """Write a changed buffer to the provider, whole, with one ``write``."""
         if handle.writing and handle.dirty:
             handle.dirty = False
             await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))

@@ -101,3 +101,30 @@ def test_sshfs_mounts_the_tree(server: SshServer, tmp_path: Path) -> None:
         subprocess.run(["fusermount3", "-u", str(mnt)], check=True, timeout=30)
     with SshClient(port=server.port, identity=server.keys["writer"]) as writer, pytest.raises(NotFound):
         writer.stat("/files/fs2.txt")
+
+
+def test_a_reader_sees_a_write_whose_close_has_not_arrived(server: SshServer) -> None:
+    """sshfs sends CLOSE after the program's close() returned, so a read can come first."""
+    import asyncio
+
+    import asyncssh
+
+    async def scenario() -> bytes:
+        key = asyncssh.read_private_key(str(server.keys["writer"]))
+        async with (
+            asyncssh.connect(
+                "127.0.0.1", port=server.port, client_keys=[key], known_hosts=None, username="agent"
+            ) as conn,
+            conn.start_sftp_client() as sftp,
+        ):
+            writer = await sftp.open("/files/early.txt", "w")
+            await writer.write("written, not yet closed\n")
+            async with sftp.open("/files/early.txt", "r") as reader:
+                seen = await reader.read()
+            await writer.close()
+            return seen.encode() if isinstance(seen, str) else seen
+
+    assert asyncio.run(scenario()) == b"written, not yet closed\n"
+    with SshClient(port=server.port, identity=server.keys["writer"]) as writer:
+        assert writer.read("/files/early.txt").data == b"written, not yet closed\n"
+        writer.delete("/files/early.txt")
