@@ -183,26 +183,29 @@ class AfiFS(FileOps):
         assert isinstance(handle, DirHandle)
         # A file being written keeps the size its writer gave it, not the stored one.
         dirty = {h.ino for h in self._handles.values() if isinstance(h, WriteHandle) and h.dirty}
-        rows = handle.rows
+        rows, inodes, listing = handle.rows, self.inodes, handle.token
         # Readdirplus: each entry handed over counts as a lookup in the kernel, as a lookup reply does.
         # A node is made for a row only as it is handed over, and dropped when it did not fit after all.
+        # This loop runs once per entry of every listing (find, ls): it is kept to dictionary lookups.
         for index in range(start_id, len(rows)):
             name, entry, attr = rows[index]
-            node = self.inodes.known(entry.path)
+            node = inodes.known(entry.path)
             made = node is None
             if node is None:
-                node = self.inodes.for_path(entry.path)
+                node = inodes.for_path(entry.path)
             if node.ino in dirty:
                 attr = self._attrs(node, entry)
             else:
                 attr.st_ino = node.ino  # rows are shared by the handles of one listing: set just before use
             if not pyfuse3.readdir_reply(token, name, attr, index + 1):
                 if made:
-                    self.inodes.discard(node)
+                    inodes.discard(node)
                 return
             node.lookups += 1
-            if entry.path != SEARCH_PATH and "x-local" not in entry.attributes and self.inodes.fresh(node) is None:
-                self.inodes.remember(node, entry, token=handle.token, seen_at=handle.seen_at)
+            # A node already holding this listing's entry is as fresh as the listing; only others are checked.
+            settled = listing is not None and node.token == listing and node.entry is not None
+            if not settled and _cacheable(entry) and inodes.fresh(node) is None:
+                inodes.remember(node, entry, token=listing, seen_at=handle.seen_at)
 
     async def releasedir(self, fh: int) -> None:
         self._close(fh)
@@ -274,3 +277,8 @@ class AfiFS(FileOps):
             self.inodes.remember(node, entry)
             node.page_etag = None
             self._invalidate(node.ino)
+
+
+def _cacheable(entry: Entry) -> bool:
+    """Whether a listed entry may stand in for a stat of its path (not the control file, not a local file)."""
+    return entry.path != SEARCH_PATH and "x-local" not in entry.attributes
