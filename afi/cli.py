@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "afi.commands.memory",
     "afi.commands.serve",
     "afi.commands.token",
+    "afi.commands.audit",
     "afi.commands.conformance",
     "afi.commands.mount",
     "afi.commands.mcp",

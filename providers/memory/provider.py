@@ -32,12 +32,12 @@ from afi.model import (
     SearchRequest,
     SemanticQuery,
     query_mode,
-    rfc3339,
 )
 from afi.paths import is_within, normalize
 from afi.provider import Caller
 from afi.sqlite import Connections
 
+from .audit import AUDIT_SCHEMA, AuditLog
 from .conversation import (
     episode_note,
     episode_recall,
@@ -68,17 +68,6 @@ GREP_CACHE_CANDIDATES = 400_000  # candidates kept across cached queries (~60 MB
 # Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
 SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
 
-AUDIT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    space TEXT NOT NULL,
-    verb TEXT NOT NULL,
-    path TEXT NOT NULL,
-    result TEXT NOT NULL
-);
-"""
 
 T = TypeVar("T")
 
@@ -112,6 +101,7 @@ class MemoryProvider:
         self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self._db = Connections(self.db, schema=AUDIT_SCHEMA + _workspace_schema())
+        self.audit = AuditLog(self._db)
         self._keys = keys if keys is not None else _default_keys(self.db)
         self._spaces: dict[str, _Space] = {}
         self._lock = threading.Lock()
@@ -630,19 +620,11 @@ class MemoryProvider:
             return self._write_locks.setdefault(space, threading.RLock())
 
     def _audit(self, caller: Caller, verb: str, path: str, result: str) -> None:
-        with self._db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO audit(at, principal, space, verb, path, result) VALUES (?,?,?,?,?,?)",
-                (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, path, result),
-            )
+        self.audit.record(caller, verb, path, result)
 
     def audit_log(self, *, limit: int = 100) -> builtins.list[dict[str, Any]]:
         """The most recent audit rows, newest first."""
-        rows = self._db.get().execute(
-            "SELECT at, principal, space, verb, path, result FROM audit ORDER BY seq DESC LIMIT ?", (limit,)
-        )
-        keys = ("at", "principal", "space", "verb", "path", "result")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        return self.audit.recent(limit=limit)
 
     def _manifest_bytes(self) -> bytes:
         return self._manifest_and_body()[1]

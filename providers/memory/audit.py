@@ -1,0 +1,59 @@
+"""The audit log: one row per write verb through the provider (who, where, what, how it ended).
+
+Rows accumulate for as long as the store lives; ``afi audit prune --older-than DAYS`` drops old ones.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from afi.model import rfc3339
+from afi.provider import Caller
+from afi.sqlite import Connections
+
+__all__ = ["AUDIT_SCHEMA", "AuditLog"]
+
+AUDIT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    space TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    path TEXT NOT NULL,
+    result TEXT NOT NULL
+);
+"""
+_COLUMNS = ("at", "principal", "space", "verb", "path", "result")
+
+
+class AuditLog:
+    """Given the store's connections (whose schema includes :data:`AUDIT_SCHEMA`), record and read rows."""
+
+    def __init__(self, connections: Connections) -> None:
+        self._db = connections
+
+    def record(self, caller: Caller, verb: str, path: str, result: str) -> None:
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO audit(at, principal, space, verb, path, result) VALUES (?,?,?,?,?,?)",
+                (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, path, result),
+            )
+
+    def recent(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """The most recent rows, newest first."""
+        rows = self._db.get().execute(f"SELECT {', '.join(_COLUMNS)} FROM audit ORDER BY seq DESC LIMIT ?", (limit,))
+        return [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
+
+    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> int:
+        """Delete the rows older than ``older_than``; return how many went.
+
+        Raises:
+            ValueError: a negative age.
+        """
+        if older_than < timedelta(0):
+            raise ValueError("the age to prune must not be negative")
+        cutoff = rfc3339((now or datetime.now(UTC)) - older_than)  # RFC 3339 UTC text sorts as time does
+        with self._db.transaction() as conn:
+            return int(conn.execute("DELETE FROM audit WHERE at < ?", (cutoff,)).rowcount)
