@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from .errors import stderr
 from .options import DbOption, resolve_db
@@ -34,11 +33,10 @@ def list_rows(
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000, help="How many rows, newest first")] = 50,
     db: DbOption = None,
 ) -> None:
-    """Show the most recent write verbs: when, who, in which space, what, where, how it ended."""
-    table = Table("at", "principal", "space", "verb", "path", "result")
+    """Show the most recent write verbs, one per line: when, who, space, verb, result, path (grep-friendly)."""
     for row in _log(db).recent(limit=limit):
-        table.add_row(*(str(row[key]) for key in ("at", "principal", "space", "verb", "path", "result")))
-    stdout.print(table)
+        fields = (row["at"], row["principal"], row["space"], row["verb"], row["result"], row["path"])
+        stdout.print("  ".join(str(field) for field in fields), markup=False, soft_wrap=True)
 
 
 @audit_app.command("prune")
