@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["BUSY_TIMEOUT_MS", "JOURNAL_SIZE_LIMIT", "Connections", "ThreadConnection", "configure"]
+__all__ = ["BUSY_TIMEOUT_MS", "JOURNAL_SIZE_LIMIT", "Connections", "configure"]
 
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 64 << 20  # a WAL grown by one large write shrinks back to this after a checkpoint
@@ -29,7 +29,7 @@ def configure(conn: sqlite3.Connection, *, busy_timeout_ms: int = BUSY_TIMEOUT_M
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-class ThreadConnection:
+class _ThreadConnection:
     """One thread's connection, closed by a finalizer when the thread's local storage lets go of it."""
 
     __slots__ = ("__weakref__", "conn")
@@ -51,13 +51,13 @@ class Connections:
 
     def get(self) -> sqlite3.Connection:
         """This thread's connection (autocommit: writes go through :meth:`transaction` or are one statement)."""
-        held: ThreadConnection | None = getattr(self._local, "held", None)
+        held: _ThreadConnection | None = getattr(self._local, "held", None)
         if held is None:
             conn = sqlite3.connect(
                 self.db, timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
             )
             configure(conn, busy_timeout_ms=self._busy_timeout_ms, wal=self.db != ":memory:")
-            held = ThreadConnection(conn)
+            held = _ThreadConnection(conn)
             self._local.held = held
         return held.conn
 
@@ -82,7 +82,7 @@ class Connections:
         Closing a connection another thread may be using at that moment could crash SQLite, so no
         thread closes another's.
         """
-        held: ThreadConnection | None = getattr(self._local, "held", None)
+        held: _ThreadConnection | None = getattr(self._local, "held", None)
         if held is not None:
             self._local.held = None
             held.conn.close()

@@ -227,6 +227,15 @@ class FileJail:
         finally:
             os.close(fd)
 
+    def make_folders(self, relative: str) -> None:
+        """Create the folder ``relative`` and the ones missing on the way, never through a symlink.
+
+        Raises:
+            as :meth:`folder`.
+        """
+        with self.folder(relative, create=True):
+            pass
+
     def _step(self, fd: int, part: str, so_far: str, *, create: bool) -> int:
         """Open the folder ``part`` of ``fd`` without following a symlink (made first when missing and asked)."""
         try:
@@ -250,10 +259,6 @@ class FileJail:
             if real != self._root_text and not real.startswith(self._root_text + os.sep):
                 where = " (it leads outside the workspace root)"
         return MemoryValidationError(f"symlinks are refused in the workspace: {relative!r}{where}")
-
-    def relative(self, target: Path) -> str:
-        """Given a path inside the root, return it relative to the root (POSIX separators)."""
-        return target.relative_to(self.root).as_posix() if target != self.root else ""
 
 
 def _is_link(folder: int, name: str) -> bool:

@@ -13,7 +13,6 @@ import json
 import os
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_utils
 
-from afi.sqlite import ThreadConnection, configure
+from afi.sqlite import Connections, configure
 
 from .errors import MemoryValidationError
 from .lexical import TermStats
@@ -154,8 +153,8 @@ class Store:
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
         self.path = str(path)
         self.in_memory = self.path == ":memory:"
-        self._local = threading.local()
-        self._open: weakref.WeakSet[ThreadConnection] = weakref.WeakSet()
+        self._local = threading.local()  # this thread's transaction depth and serial
+        self._files = None if self.in_memory else Connections(self.path)
         self._shared: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._closed = False
@@ -163,17 +162,13 @@ class Store:
         self._tx_hooks: list[Callable[[int, bool], None]] = []
         self.term_stats = TermStats()
         if self.in_memory:
-            self._shared = self._connect()
+            self._shared = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            configure(self._shared, wal=False)
         with self.write() as conn:
             self._migrate(conn)
             self._check_embedder(conn, embedder_name, dims)
 
     # -- connections and transactions ------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
-        configure(conn, wal=not self.in_memory)
-        return conn
 
     def conn(self) -> sqlite3.Connection:
         """Return this thread's connection (the shared one for ``:memory:``)."""
@@ -181,13 +176,8 @@ class Store:
             raise MemoryValidationError("the memory store is closed")
         if self._shared is not None:
             return self._shared
-        held: ThreadConnection | None = getattr(self._local, "held", None)
-        if held is None:
-            held = ThreadConnection(self._connect())
-            self._local.held = held
-            with self._lock:
-                self._open.add(held)
-        return held.conn
+        assert self._files is not None
+        return self._files.get()
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -254,14 +244,13 @@ class Store:
             yield self.conn()
 
     def close(self) -> None:
-        """Close every connection this store opened that is still open."""
+        """Close the store: no call works after this; this thread's connection closes now, every other
+        thread's when that thread ends (closing one in use by another thread could crash SQLite)."""
         self._closed = True
-        with self._lock:
-            for held in list(self._open):
-                held.conn.close()
-            self._open.clear()
-            if self._shared is not None:
-                self._shared.close()
+        if self._files is not None:
+            self._files.close()
+        if self._shared is not None:
+            self._shared.close()
 
     # -- schema ------------------------------------------------------------------------
 

@@ -268,8 +268,7 @@ class _Files:
                 f"appending {len(payload)} bytes would grow the file past {self.cap} bytes", path=relative
             )
         try:
-            with jail.folder(jail.split(requested)[0], create=True):
-                pass
+            jail.make_folders(jail.split(requested)[0])
         except (NotADirectoryError, FileExistsError):
             raise MemoryValidationError(f"a parent of {requested!r} is a file, not a folder") from None
         except FileNotFoundError:
