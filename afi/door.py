@@ -43,8 +43,19 @@ def is_loopback_host(host: str) -> bool:
 
 
 def is_loopback_origin(origin: str) -> bool:
-    """Given an Origin header, True when the page it names is served from this machine."""
-    return origin == "null" or is_loopback_host(urlsplit(origin).netloc or origin)
+    """Given an Origin header, True when the page it names is served from this machine.
+
+    ``null`` is foreign: browsers send it from sandboxed iframes, ``data:`` and ``file:`` pages and
+    after cross-origin redirects, so any web page can make it.
+    """
+    origin = origin.strip()
+    if origin.lower() == "null":
+        return False
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:  # "http://[::1": an unclosed IPv6 bracket is no origin at all
+        return False
+    return is_loopback_host(netloc or origin)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ def normalize(path: str) -> str:
     """Given a client path, return its normal form: absolute, no ``.``/``..``/``//``, no trailing ``/``.
 
     Raises:
-        InvalidPath: not a string, empty, relative, a NUL byte, a ``..`` above ``/``, or too long.
+        InvalidPath: not a string, empty, relative, a NUL byte, a lone surrogate (not Unicode text: JSON
+            can spell ``"\\ud800"``, UTF-8 cannot carry it), a ``..`` above ``/``, or too long.
     """
     if not isinstance(path, str):
         raise InvalidPath("a path must be a string")
@@ -36,9 +37,14 @@ def normalize(path: str) -> str:
         raise InvalidPath("the path is empty; paths are absolute, starting with '/'", path=path)
     if "\x00" in path:
         raise InvalidPath("the path contains a NUL byte", path=path.replace("\x00", "\\0"))
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise InvalidPath("the path is not valid Unicode: it holds a lone surrogate", path=shown[:256]) from None
     if not path.startswith("/"):
         raise InvalidPath("paths are absolute: start the path with '/'", path=path)
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
         raise InvalidPath(f"the path is longer than {MAX_PATH_BYTES} bytes", path=path[:64] + "…")
     parts: list[str] = []
     for part in path.split("/"):
@@ -49,7 +55,7 @@ def normalize(path: str) -> str:
                 raise InvalidPath("'..' climbs above the root '/'", path=path)
             parts.pop()
             continue
-        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
             raise InvalidPath(f"a path segment is longer than {MAX_NAME_BYTES} bytes", path=path[:64] + "…")
         parts.append(part)
     return "/" + "/".join(parts)

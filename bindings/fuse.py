@@ -76,6 +76,8 @@ class AfiFS(FileOps):
     async def _truncate(self, node: Node, size: int, fh: int | None) -> None:
         if node.path == SEARCH_PATH:
             return  # `> /.afi/search` truncates nothing: the request lives in the handle
+        if size > self.max_file:
+            raise fuse_error(errno.EFBIG)
         self._may_change(await self._entry(node.path))
         handle = self._handles.get(fh) if fh is not None else None
         if isinstance(handle, WriteHandle):

@@ -42,6 +42,7 @@ P = ParamSpec("P")
 Handle = ReadHandle | WriteHandle | SearchHandle
 WINDOW = 1 << 20  # bytes fetched per provider read
 WHOLE_CHUNK = 32 << 20  # bytes per read when loading a file to rewrite it
+MAX_FILE = 1 << 30  # the most a file may hold through the mount when the manifest names no file_max_bytes
 XATTRS = (b"user.afi.content_type", b"user.afi.etag", b"user.afi.entry")
 # Memory-only files (names the provider refuses: editors' and tools' temp files) are capped:
 LOCAL_BYTES = 64 << 20  # bytes they may hold together; a write past it fails with ENOSPC
@@ -84,6 +85,26 @@ def _invalidate_attributes(inodes: list[int]) -> None:
     for ino in inodes:
         with contextlib.suppress(OSError):  # forgotten meanwhile
             pyfuse3.invalidate_inode(ino, attr_only=True)
+
+
+def _invalidate_pages(ino: int) -> None:
+    with contextlib.suppress(OSError):  # the kernel does not hold it (any more)
+        pyfuse3.invalidate_inode(ino, attr_only=False)
+
+
+def _ignore_outcome(_outcome: object) -> None:
+    """Nothing waits for a page invalidation (see ``FuseBase._invalidate``)."""
+
+
+def _file_cap(provider: Provider) -> int:
+    """The most bytes one file may hold: the manifest's ``x-limits.file_max_bytes``, else :data:`MAX_FILE`.
+
+    A file written through the mount is buffered whole until it is stored, so a write or truncate past
+    the cap is refused (EFBIG) before the buffer grows: a write at offset 2**40 must not try to fill memory.
+    """
+    limits = provider.manifest().model_dump(by_alias=True).get("x-limits") or {}
+    cap = limits.get("file_max_bytes") if isinstance(limits, dict) else None
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else MAX_FILE
 
 
 def _name(raw: bytes) -> str:
@@ -139,6 +160,7 @@ class FuseBase(pyfuse3.Operations):
         self._next_fh = 1
         self._limiter = trio.CapacityLimiter(threads)
         self._listings: dict[str, tuple[Hashable, float, list[Row]]] = {}
+        self.max_file = _file_cap(provider)
 
     async def watch(self, every: float = 0.2) -> None:
         """Poll the change token; when the store changed, make the kernel ask again for what it holds.
@@ -303,9 +325,13 @@ class FuseBase(pyfuse3.Operations):
             raise Forbidden("this path is read-only", path=entry.path)
 
     def _invalidate(self, ino: int) -> None:
-        """Drop the kernel's attributes and pages of ``ino``: the provider may store it otherwise than written."""
-        with contextlib.suppress(OSError):  # the kernel does not hold it
-            pyfuse3.invalidate_inode(ino, attr_only=False)
+        """Drop the kernel's attributes and pages of ``ino``: the provider may store it otherwise than written.
+
+        It runs in a thread of its own and nothing waits for it: dropping pages waits for their locks,
+        and a page may be locked by a write(2) that is itself waiting for this file system to answer,
+        so called from a request handler it could deadlock the whole mount.
+        """
+        trio.lowlevel.start_thread_soon(functools.partial(_invalidate_pages, ino), _ignore_outcome)
 
     def _repoint_handles(self, source: str, destination: str) -> None:
         for handle in self._handles.values():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyfuse3
 
-from afi.errors import AfiError, InvalidPath, NotFound
+from afi.errors import AfiError, Conflict, InvalidPath, NotFound
 from afi.model import Entry
 
 from .fuse_base import WHOLE_CHUNK, WINDOW, FuseBase, fuse_error, log, mapped_errors
@@ -28,7 +28,9 @@ class FileOps(FuseBase):
         if node.path == SEARCH_PATH:
             return pyfuse3.FileInfo(fh=self._open(SearchHandle()), direct_io=True)
         if flags & os.O_ACCMODE != os.O_RDONLY:
-            return pyfuse3.FileInfo(fh=await self._open_for_write(node, flags))
+            # direct_io: this descriptor's reads come from its own buffer, the version its write will be
+            # stored over (if_match), never from pages another descriptor wrote and may not store
+            return pyfuse3.FileInfo(fh=await self._open_for_write(node, flags), direct_io=True)
         entry = await self._entry(node.path)
         if node.path not in self.locals and self.inodes.fresh(node) is None:
             entry = await self._call(self.provider.stat, node.path)
@@ -78,7 +80,7 @@ class FileOps(FuseBase):
             node = self.inodes.for_path(path)
             fh = self._open(WriteHandle(node.ino, path, buffer=bytearray(), dirty=True, local=True))
         node.lookups += 1
-        return pyfuse3.FileInfo(fh=fh), self._attrs(node, existing)
+        return pyfuse3.FileInfo(fh=fh, direct_io=True), self._attrs(node, existing)
 
     @mapped_errors
     async def read(self, fh: int, off: int, size: int) -> bytes:
@@ -123,6 +125,8 @@ class FileOps(FuseBase):
             return len(buf)
         if not isinstance(handle, WriteHandle):
             raise fuse_error(errno.EBADF)
+        if off + len(buf) > self.max_file:
+            raise fuse_error(errno.EFBIG)
         await self._load(handle)
         assert handle.buffer is not None
         if handle.local:
@@ -149,29 +153,50 @@ class FileOps(FuseBase):
 
     async def _whole(self, path: str) -> bytes:
         """Given a path, return all its bytes (read in chunks, so big workspace files load too)."""
+        return (await self._whole_version(path))[0]
+
+    async def _whole_version(self, path: str) -> tuple[bytes, str | None]:
+        """Given a path, return all its bytes and the etag of the version they were read from."""
         chunks: list[bytes] = []
         offset = 0
+        etag: str | None = None
         while True:
             result = await self._call(self.provider.read, path, offset=offset, length=WHOLE_CHUNK)
+            etag = etag or result.etag
             chunks.append(result.data)
             offset += len(result.data)
             if result.eof or not result.data:
-                return b"".join(chunks)
+                return b"".join(chunks), etag
 
     async def _load(self, handle: WriteHandle) -> None:
         if handle.buffer is not None:
             return
         local = self.locals.get(handle.path)
-        data = local.data if local is not None else await self._whole(handle.path)
+        if local is not None:
+            handle.buffer = bytearray(local.data)
+            return
+        data, handle.base_etag = await self._whole_version(handle.path)
         handle.buffer = bytearray(data)
 
     async def _commit(self, handle: WriteHandle) -> None:
-        """Hand the buffered content to the provider as one ``write``; keep a refused new name in memory."""
+        """Hand the buffered content to the provider as one ``write``; keep a refused new name in memory.
+
+        Content loaded from the store is written back only over the version it was loaded from
+        (``if_match``): a write that landed meanwhile through another door is never overwritten
+        unseen; this close fails with ESTALE instead, and the program can read again and retry.
+        """
         data = bytes(handle.buffer or b"")
         path = handle.path
         self._changed()
         try:
-            entry = await self._call(self.provider.write, path, data)
+            entry = await self._call(self.provider.write, path, data, if_match=handle.base_etag)
+        except Conflict:
+            if handle.base_etag is None:
+                raise
+            handle.dirty = False
+            log.info("%s changed since it was opened; this write is refused, not merged", path)
+            self.inodes.stale(path)
+            raise fuse_error(errno.ESTALE) from None
         except InvalidPath as err:
             if not handle.local:
                 raise
@@ -197,6 +222,7 @@ class FileOps(FuseBase):
             self.locals.pop(path, None)
             handle.local = False
         handle.dirty = False
+        handle.base_etag = entry.etag
         node = self.inodes.known(path)
         if node is not None:
             self.inodes.remember(node, entry)

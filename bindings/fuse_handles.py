@@ -78,6 +78,7 @@ class WriteHandle:
     buffer: bytearray | None = None
     dirty: bool = False
     local: bool = False  # made through the mount and not (yet) stored by the provider
+    base_etag: str | None = None  # the stored version the buffer was loaded from: the commit's if_match
 
     def put(self, offset: int, data: bytes) -> None:
         assert self.buffer is not None
@@ -114,6 +115,8 @@ class SearchHandle:
             body = json.loads(self.request.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None
+        except (ValueError, RecursionError):  # a number past Python's digit limit; nesting past the stack
+            raise InvalidPath("the search request is nested too deep or holds too long a number") from None
         if not isinstance(body, dict):
             raise InvalidPath('a search request is a JSON object: {"query": ..., "path"?, "limit"?}')
         try:

@@ -15,34 +15,31 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.requests import ClientDisconnect
 
 from afi.client import EOF_HEADER, MTIME_HEADER, SIZE_HEADER
 from afi.door import Door, InvalidToken
-from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, TooLarge, Unauthorized
+from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, Unauthorized
 from afi.model import DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 from afi.provider import SCOPES, Caller, Provider
 from afi.ratelimit import RateLimiter
+
+from .http_errors import BodyCap, Cors, error_response
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 METADATA_PATH = "/.well-known/oauth-protected-resource"
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
+_BEYOND = 10**18  # past any file; a longer number is not parsed (int() refuses over 4,300 digits)
 _STATUS_CODE = {status: code for code, status in HTTP_STATUS.items()}
 T = TypeVar("T")
 
 
 _InvalidToken = InvalidToken
-
-
-class _BodyTooLarge(StarletteHTTPException):
-    def __init__(self, cap: int) -> None:
-        super().__init__(413, f"the request body is over the {cap}-byte cap")
 
 
 class MkdirBody(BaseModel):
@@ -69,37 +66,6 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
-class _BodyCap:
-    """ASGI middleware: refuse a body over the cap by its Content-Length, and count while it streams."""
-
-    def __init__(self, app: ASGIApp, cap: int) -> None:
-        self.app = app
-        self.cap = cap
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.cap:
-                await _error_response(TooLarge(f"the request body is over the {self.cap}-byte cap"))(
-                    scope, receive, send
-                )
-                return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.cap:
-                    raise _BodyTooLarge(self.cap)
-            return message
-
-        await self.app(scope, counted, send)
-
-
 def _challenge(request: Request, err: AfiError, token_sent: bool) -> str:
     base = str(request.base_url).rstrip("/")
     space = request.path_params.get("space")
@@ -111,11 +77,23 @@ def _challenge(request: Request, err: AfiError, token_sent: bool) -> str:
     return " ".join(parts)
 
 
-def _error_response(err: AfiError, headers: dict[str, str] | None = None) -> JSONResponse:
-    extra = dict(headers or {})
-    if err.retry_after is not None:
-        extra["Retry-After"] = str(max(1, round(err.retry_after + 0.499)))
-    return JSONResponse({"error": err.to_dict()}, status_code=HTTP_STATUS.get(err.code, 500), headers=extra)
+def _byte_range(header: str, size: int) -> tuple[int, int] | None:
+    """Given a Range header and the file's size, return the first and last byte it asks for.
+
+    None when the header is not one ``bytes=first-last`` range (the whole file is sent, as RFC 9110
+    allows); raises ValueError for one the file cannot satisfy.
+    """
+    match = _RANGE.match(header.strip())
+    if match is None or not (match.group(1) or match.group(2)):
+        return None
+    first, last = (int(g or 0) if len(g) < 19 else _BEYOND for g in match.groups())
+    if match.group(1):
+        start, end = first, min(last, size - 1) if match.group(2) else size - 1
+    else:  # a suffix: the last ``last`` bytes
+        start, end = max(size - last, 0), size - 1 if last else -1
+    if start >= size or end < start:
+        raise ValueError(f"the range {header[:64]!r} is not satisfiable: the file has {size} bytes")
+    return start, end
 
 
 def _etag(value: str | None) -> str | None:
@@ -205,7 +183,7 @@ def create_app(
         if isinstance(err, Unauthorized):
             sent = request.headers.get("authorization") is not None
             headers["WWW-Authenticate"] = _challenge(request, err, sent)
-        return _error_response(err, headers)
+        return error_response(err, headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -218,13 +196,21 @@ def create_app(
         body: dict[str, Any] = {"code": code, "message": message}
         return JSONResponse({"error": body}, status_code=err.status_code)
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, err: ClientDisconnect) -> Response:
+        return Response(status_code=400)  # never sent: the client left while its body was being read
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, err: Exception) -> JSONResponse:
+        return error_response(Internal(f"the server failed: {type(err).__name__}"))  # then logged, as a bug
+
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, err: RequestValidationError) -> JSONResponse:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
             for e in err.errors()
         )
-        return _error_response(InvalidPath(f"bad request: {problems}"))
+        return error_response(InvalidPath(f"bad request: {problems}"))
 
     router = APIRouter()
 
@@ -268,17 +254,16 @@ def create_app(
         if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
         status, content_range = 200, None
-        match = _RANGE.match(range_.strip()) if range_ else None
-        if match and (match.group(1) or match.group(2)):
+        if range_ and _RANGE.match(range_.strip()):
             size = (await _run(provider.stat, who, path)).size
-            first, last = match.group(1), match.group(2)
-            if first:
-                offset, end = int(first), min(int(last), size - 1) if last else size - 1
-            else:
-                offset, end = max(size - int(last), 0), size - 1
-            if offset >= size or end < offset or (int(last or 1) == 0 and not first):
-                return Response(status_code=416, headers={"Content-Range": f"bytes */{size}"})
-            length, status, content_range = end - offset + 1, 206, f"bytes {offset}-{end}/{size}"
+            try:
+                asked = _byte_range(range_, size)
+            except ValueError as refused:
+                err = InvalidPath(str(refused), path=path)
+                return error_response(err, {"Content-Range": f"bytes */{size}"}, status=416)
+            if asked is not None:
+                offset, end = asked
+                length, status, content_range = end - offset + 1, 206, f"bytes {offset}-{end}/{size}"
         result = await _run(provider.read, who, path, offset=offset, length=length)
         headers = {"Accept-Ranges": "bytes", EOF_HEADER: "true" if result.eof else "false"}
         headers[SIZE_HEADER] = str(result.size)
@@ -366,7 +351,7 @@ def create_app(
     app.add_api_route(METADATA_PATH + "/spaces/{space}", resource_metadata, methods=["GET"], tags=["discovery"])
     if cors:
         app.add_middleware(
-            CORSMiddleware,
+            Cors,
             allow_origins=["*"],
             allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match", "Range"],
@@ -382,5 +367,5 @@ def create_app(
             ],
             max_age=600,
         )
-    app.add_middleware(_BodyCap, cap=max_body_bytes)
+    app.add_middleware(BodyCap, cap=max_body_bytes)
     return app

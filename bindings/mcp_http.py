@@ -26,10 +26,10 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from afi.door import Door, InvalidToken, is_loopback_origin
-from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, Unauthorized
+from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
 from afi.provider import SCOPES, Caller
 from afi.ratelimit import RateLimiter
 
@@ -42,6 +42,7 @@ SESSION_HEADER = "mcp-session-id"
 IDEMPOTENCY_HEADER = "x-mcp-idempotency-key"
 STATELESS_HEADER = "x-mcp-stateless"
 DEFAULT_IDLE_SECONDS = 30 * 60
+METHODS = ("GET", "POST", "DELETE")  # what Streamable HTTP uses; the SDK's own 405 has no AFI error
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -56,6 +57,37 @@ def _rpc_error(err: AfiError, headers: dict[str, str] | None = None) -> Response
         extra["Retry-After"] = str(max(1, round(err.retry_after + 0.499)))
     payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": json.dumps(body), "data": body}}
     return JSONResponse(payload, status_code=HTTP_STATUS.get(err.code, 500), headers=extra)
+
+
+async def _body_within(receive: Receive, headers: Headers, limit: int) -> Receive:
+    """Read a request body of at most ``limit`` bytes; return a ``receive`` that hands it on unchanged.
+
+    The SDK refuses a larger body too, but with a bare text 413; refused here, the answer is the AFI error.
+
+    Raises:
+        TooLarge: the body, as declared or as sent, is over ``limit`` bytes.
+    """
+    refusal = TooLarge(f"an MCP request body is at most {limit} bytes")
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise refusal
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if size > limit:
+            raise refusal
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replay
 
 
 class McpHttp:
@@ -141,13 +173,19 @@ class McpHttp:
         headers = Headers(scope=scope)
         space = scope.get("path_params", {}).get("space")
         try:
+            if scope["method"] not in METHODS:
+                raise Unsupported(f"{scope['method']} is not allowed on the MCP endpoint (use {', '.join(METHODS)})")
             self._check_origin(headers)
             caller = await anyio.to_thread.run_sync(self._caller, scope, headers, space)
             info, manager = self._route(scope, headers, caller)
+            if scope["method"] == "POST":
+                receive = await _body_within(receive, headers, manager.max_request_body_size)
         except AfiError as err:
             extra = {}
             if isinstance(err, Unauthorized):
                 extra["WWW-Authenticate"] = self._challenge(scope, headers, err, space)
+            if isinstance(err, Unsupported):
+                extra["Allow"] = ", ".join(METHODS)
             await _rpc_error(err, extra)(scope, receive, send)
             return
         except Exception as err:  # the key store failed: say so as an AFI error, not a bare 500

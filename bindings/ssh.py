@@ -11,7 +11,9 @@ address, commands per minute per session, output per command.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from .ssh_shell import DEFAULT_OUTPUT_CAP, Shell, error_line, no_input
 __all__ = ["KeyVerifier", "SshLimits", "agents_snippet", "load_host_key", "start_ssh_server"]
 
 KeyVerifier = Callable[[bytes], Caller | None]
+log = logging.getLogger(__name__)
 _SESSION_IDS = itertools.count(1)
 
 
@@ -192,6 +195,11 @@ class _SshServer:
             process.exit(2)
         except (asyncssh.BreakReceived, asyncssh.SignalReceived, asyncssh.DisconnectError, BrokenPipeError):
             process.exit(130)
+        except Exception as err:  # a bug ends this channel with an error; left to asyncssh it drops the connection
+            log.exception("an ssh session failed")
+            with contextlib.suppress(OSError):  # the channel may be closed already
+                process.stderr.write(error_line(Internal(f"the session failed ({type(err).__name__})")))
+                process.exit(2)
 
     async def _exec(self, process: asyncssh.SSHServerProcess[str], door: _Door, caller: Caller, line: str) -> None:
         self.check_command(door)

@@ -6,7 +6,6 @@ machine work; errors go through :class:`~bindings.ssh_shell.Io` as ``afi: <path>
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from afi.errors import AfiError, InvalidPath
 from afi.model import Entry
 from afi.paths import basename, parent
+from afi.regex import compile_glob
 
 from .ssh_fmt import blocks, ls_long, stat_text, wc_line
 from .ssh_shell import COMMANDS, Io, Shell, command, iter_lines, read_operand
@@ -285,6 +285,7 @@ def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
             raise InvalidPath(f"find: unknown predicate {arg}; this find offers -name, -type and -maxdepth")
         else:
             operands.append(arg)
+    name_test = None if name_glob is None else compile_glob(name_glob)
     for operand in operands or ["."]:
         try:
             top = shell.client.stat(shell.path(operand))
@@ -296,7 +297,7 @@ def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
         for entry, _ in walked:
             rel = entry.path[len(base) :].lstrip("/") if base != "/" else entry.path.lstrip("/")
             shown = operand if not rel else (operand.rstrip("/") + "/" + rel if operand != "/" else "/" + rel)
-            if name_glob is not None and not fnmatch.fnmatchcase(basename(entry.path) or "/", name_glob):
+            if name_test is not None and not name_test(basename(entry.path) or "/"):
                 continue
             if kind is not None and entry.type != kind:
                 continue
@@ -389,7 +390,8 @@ def echo(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     newline = True
     if args[:1] == ["-n"]:
         newline, args = False, args[1:]
-    yield (" ".join(args) + ("\n" if newline else "")).encode()
+    # A byte that is not UTF-8 arrives as a surrogate escape (the session decodes with surrogateescape): give it back.
+    yield (" ".join(args) + ("\n" if newline else "")).encode("utf-8", "surrogateescape")
 
 
 @command("help", "help", "this list")

@@ -3,18 +3,20 @@
 Patterns are GNU's: basic regular expressions by default (``-G``), extended with ``-E``, fixed
 strings with ``-F``. A pattern without regex syntax (and without ``-i``/``-w``) is sent as an
 ``exact`` query; anything else becomes a ``regex`` query, so every file search is an index lookup.
-Input from a pipe is filtered here, line by line. Output is ``path:line:text`` as GNU grep's.
+Input from a pipe is filtered here, line by line, with the provider's matcher (:mod:`afi.regex`:
+RE2, linear time). Output is ``path:line:text`` as GNU grep's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from afi.errors import AfiError, InvalidPath
 from afi.model import Match
+from afi.regex import compile_regex
 
 from .ssh_cmds import split_flags
 from .ssh_shell import Io, Shell, command, iter_lines, read_operand
@@ -93,18 +95,17 @@ def grep_query(pattern: str, *, extended: bool, fixed: bool, ignore_case: bool, 
         body = _posix_classes(pattern)
     else:
         body = bre_to_python(pattern)
-    if word:
-        body = f"(?<![{_WORD}])(?:{body})(?![{_WORD}])"
+    if word:  # GNU's -w, without lookaround: a non-word character (or the line's edge) on each side
+        body = f"(?:^|[^{_WORD}])(?:{body})(?:[^{_WORD}]|$)"
     return {"regex": body, "flags": "i" if ignore_case else ""}
 
 
-def _line_regex(query: str | dict[str, Any]) -> re.Pattern[str]:
+def _line_test(query: str | dict[str, Any]) -> Callable[[str], bool]:
+    """What the query finds, as a test of one line of piped input."""
     if isinstance(query, str):
-        return re.compile(re.escape(query))
-    try:
-        return re.compile(query["regex"], re.IGNORECASE if "i" in query["flags"] else 0)
-    except re.error as err:
-        raise InvalidPath(f"grep: the pattern does not compile ({err})") from None
+        return lambda line: query in line
+    regex = compile_regex(query["regex"], query["flags"], subject="grep: the pattern is invalid")
+    return lambda line: regex.find(line) >= 0
 
 
 @command("grep", "grep [-r] [-E|-F] [-i] [-n] [-l] [-c] [-w] [-H|-h] [-q] PATTERN [PATH...]", "search lines")
@@ -133,7 +134,7 @@ def grep(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     )
     found = False
     if not operands:
-        found = yield from _grep_stream(io, _line_regex(query), opts)
+        found = yield from _grep_stream(io, _line_test(query), opts)
     for operand in operands:
         try:
             hit = yield from _grep_operand(shell, operand, query, recursive, many, opts, io)
@@ -145,11 +146,11 @@ def grep(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
         io.status = 0 if found else 1
 
 
-def _grep_stream(io: Io, regex: re.Pattern[str], opts: _Options) -> Generator[bytes, None, bool]:
+def _grep_stream(io: Io, test: Callable[[str], bool], opts: _Options) -> Generator[bytes, None, bool]:
     count = 0
     for number, raw in enumerate(iter_lines(io.stdin), start=1):
         line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
-        if not regex.search(line):
+        if not test(line):
             continue
         count += 1
         if opts.quiet or opts.files_only or opts.count:

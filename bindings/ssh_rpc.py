@@ -81,6 +81,8 @@ class RpcEndpoint:
             request = json.loads(line)
         except json.JSONDecodeError as err:
             return self._error(None, PARSE_ERROR, f"not JSON: {err.msg}")
+        except (ValueError, RecursionError) as err:  # a number past Python's digit limit; nesting past the stack
+            return self._error(None, PARSE_ERROR, f"not JSON this server reads: {err or type(err).__name__}")
         if (
             not isinstance(request, dict)
             or request.get("jsonrpc") != "2.0"

@@ -236,6 +236,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         if attrs.size is None:
             return  # modes and times belong to the tree; uploads with -p still succeed
         where = self._path(path)
+        self._check_size(attrs.size, where)
         pending = self._pending.get(where)
         if pending is not None:
             await self.fsetstat(pending, attrs)
@@ -249,9 +250,15 @@ class AfiSFTPServer(asyncssh.SFTPServer):
     async def fsetstat(self, file_obj: object, attrs: SFTPAttrs) -> None:
         handle = _handle(file_obj)
         if attrs.size is not None and handle.writing:
+            self._check_size(attrs.size, handle.path)
             del handle.buffer[attrs.size :]
             handle.buffer.extend(b"\0" * max(0, attrs.size - len(handle.buffer)))
             handle.dirty = True
+
+    def _check_size(self, size: int, where: str) -> None:
+        """Refuse a size no upload may reach before any buffer grows to it (a truncate to 2**63, say)."""
+        if size > self.max_upload:
+            raise sftp_error(TooLarge(f"a file is at most {self.max_upload} bytes over SFTP", path=where))
 
     async def remove(self, path: bytes) -> None:
         where = self._path(path)

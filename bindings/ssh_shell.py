@@ -8,7 +8,6 @@ the search once three lines are out. Everything runs synchronously, in one worke
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from afi.client import AfiClient
 from afi.errors import SSH_EXIT, AfiError, Internal, InvalidPath, TooLarge, Unsupported
 from afi.model import Entry
 from afi.paths import join, normalize
+from afi.regex import compile_glob
 
 from .ssh_parse import Pipeline, Word, parse_line
 
@@ -173,11 +173,12 @@ class Shell:
         except AfiError:
             return []
         out = []
+        matches = compile_glob(part)
         for entry in entries:
             name = entry.path.rsplit("/", 1)[-1]
             if name.startswith(".") and not part.startswith("."):
                 continue
-            if fnmatch.fnmatchcase(name, part) and (not dirs_only or entry.type == "directory"):
+            if matches(name) and (not dirs_only or entry.type == "directory"):
                 out.append(entry.path)
         return out
 

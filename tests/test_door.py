@@ -33,6 +33,47 @@ def test_loopback_origins() -> None:
     assert is_loopback_origin("http://localhost:3000")
     assert is_loopback_origin("http://127.0.0.1:8765")
     assert not is_loopback_origin("https://evil.example")
+    assert not is_loopback_origin("http://127.0.0.1@evil.example")
+
+
+@pytest.mark.parametrize("origin", ["null", "NULL", " null "])
+def test_the_null_origin_is_foreign(tmp_path: Path, origin: str) -> None:
+    """Sandboxed iframes, data: and file: pages send ``Origin: null``: any web page can."""
+    assert not is_loopback_origin(origin)
+    door = Door(MemoryProvider(tmp_path / "a.db", tmp_path / "files"))
+    with pytest.raises(Forbidden, match="Origin"):
+        door.admit(authorization=None, host="127.0.0.1:8765", origin=origin)
+
+
+def test_a_null_origin_page_cannot_use_a_keyless_server(open_server: AfiServer) -> None:
+    base, null = open_server.url, {"Origin": "null"}
+    read = httpx.get(f"{base}/afi/list", params={"path": "/"}, headers=null)
+    assert read.status_code == 403 and read.json()["error"]["code"] == "forbidden"
+    write = httpx.put(f"{base}/afi/write", params={"path": "/facts/null-origin.md"}, content=b"x", headers=null)
+    assert write.status_code == 403
+    assert httpx.get(f"{base}/afi/stat", params={"path": "/facts/null-origin.md"}).status_code == 404
+    mcp = httpx.post(
+        f"{base}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**null, "Accept": "application/json, text/event-stream", "X-Mcp-Stateless": "true"},
+    )
+    assert mcp.status_code == 403 and mcp.json()["error"]["data"]["code"] == "forbidden"
+
+
+def test_the_mcp_endpoint_refuses_a_null_origin_even_with_a_key(afi_server: AfiServer) -> None:
+    headers = {
+        "Origin": "null",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {afi_server.tokens['writer']}",
+    }
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    response = httpx.post(afi_server.url + "/mcp", json=initialize, headers=headers)
+    assert response.status_code == 403 and response.json()["error"]["data"]["code"] == "forbidden"
 
 
 def test_the_keyless_owner_is_served_only_on_loopback(tmp_path: Path) -> None:

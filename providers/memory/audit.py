@@ -35,10 +35,12 @@ class AuditLog:
         self._db = connections
 
     def record(self, caller: Caller, verb: str, path: str, result: str) -> None:
+        """Record one write verb; the path as the caller sent it (a lone surrogate kept as ``\\ud800``)."""
+        shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
         with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO audit(at, principal, space, verb, path, result) VALUES (?,?,?,?,?,?)",
-                (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, path, result),
+                (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, shown, result),
             )
 
     def recent(self, *, limit: int = 100) -> list[dict[str, Any]]:

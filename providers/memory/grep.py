@@ -1,27 +1,47 @@
-"""Line matching for ``exact`` and ``regex`` search, and the literals that narrow a regex's candidates.
+"""Line matching for ``exact`` and ``regex`` search, within a work budget.
 
 Matching is grep's: line by line, 1-based line and column, the line's text cut to about 256
-characters around the match, optional context lines.
+characters around the match, optional context lines. Regexes run on RE2 (:mod:`afi.regex`), in
+time linear in the text. Runs of short lines are first searched as one block (up to
+:data:`~afi.regex.WINDOW` bytes, one call) and skipped when the block has no match; the lines
+left are matched one by one. :func:`find_lines` charges the work to a :class:`~afi.regex.Budget`
+and stops, with the position to resume at, once it is spent.
 """
 
 from __future__ import annotations
 
-import re
-import re._constants as sre_constants  # the stdlib regex parser (public as sre_parse before 3.11)
-import re._parser as sre_parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
-from afi.errors import InvalidPath
 from afi.model import MatchContext
+from afi.regex import WINDOW, Budget, Paused, Regex, compile_regex
 
-__all__ = ["TEXT_LIMIT", "Finder", "LineHit", "compile_regex", "find_lines", "required_literals", "substring_finder"]
+__all__ = [
+    "TEXT_LIMIT",
+    "Finder",
+    "LineHit",
+    "RegexFinder",
+    "Stop",
+    "SubstringFinder",
+    "compile_regex",
+    "find_lines",
+]
 
 TEXT_LIMIT = 256
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0}
-_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
+FIRST_BLOCK = 256  # characters
 
-Finder = Callable[[str], int]  # given a line, return the 0-based column of the first match or -1
+
+class Finder(Protocol):
+    """How one kind of query finds its matches in a document's lines."""
+
+    def first(self, line: str, start: int, budget: Budget) -> int | Paused:
+        """Given a line, a byte offset to resume at and the budget: the 0-based column of the first
+        match, -1 for none, or :class:`~afi.regex.Paused` when the budget ran out in the line."""
+
+    def skip(self, lines: list[str], index: int, budget: Budget) -> int:
+        """Given the lines and where to look from, return the first line index that may match
+        (``len(lines)`` for none); lines before it do not. Stops early once the budget is spent."""
 
 
 @dataclass(frozen=True)
@@ -32,54 +52,120 @@ class LineHit:
     context: MatchContext | None
 
 
-def substring_finder(needle: str) -> Finder:
-    """Case-sensitive substring search, as AFI's ``exact`` mode defines it."""
-    return lambda line: line.find(needle)
+@dataclass(frozen=True)
+class Stop:
+    """The budget ran out: lines up to ``line`` are done, and line ``line + 1`` resumes at byte ``offset``."""
+
+    line: int
+    offset: int = 0
 
 
-def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
-    """Given an ECMAScript-style pattern and flags from ``i m s u``, return a compiled regex.
+class SubstringFinder:
+    """Case-sensitive substring search, as AFI's ``exact`` mode defines it (``str.find`` is linear)."""
 
-    Raises:
-        InvalidPath: unknown flag or a pattern that does not compile (the draft's code for a bad
-            query; the message says the query, not the path, is at fault).
+    def __init__(self, needle: str) -> None:
+        self.needle = needle
+
+    def first(self, line: str, start: int, budget: Budget) -> int:
+        budget.charge(len(line))
+        return line.find(self.needle)
+
+    def skip(self, lines: list[str], index: int, budget: Budget) -> int:
+        while index < len(lines) and not budget.spent:
+            end = _block_end(lines, index)
+            block = "\n".join(lines[index:end])
+            budget.charge(len(block))
+            at = block.find(self.needle)
+            if at >= 0:
+                return index + block.count("\n", 0, at)
+            index = end
+        return index
+
+
+class RegexFinder:
+    """An RE2 regex, one line at a time (in windows when long), blocks of short lines first.
+
+    A block grows from :data:`FIRST_BLOCK` characters, doubling while blocks find nothing (up to
+    :data:`~afi.regex.WINDOW` bytes), and starts small again after one finds a match, so lines
+    that mostly match cost little more than line by line.
     """
-    bits = 0
-    for flag in flags:
-        if flag not in _FLAGS:
-            raise InvalidPath(f"the search query is invalid: unknown regex flag {flag!r} (allowed: i, m, s, u)")
-        bits |= _FLAGS[flag]
-    translated = _NAMED_GROUP.sub("(?P<", pattern)  # JS (?<name>…) is Python (?P<name>…)
-    try:
-        return re.compile(translated, bits)
-    except re.error as err:
-        raise InvalidPath(f"the search query is invalid: the regex does not compile ({err})") from None
+
+    def __init__(self, regex: Regex) -> None:
+        self.regex = regex
+        self.limit = FIRST_BLOCK
+
+    def first(self, line: str, start: int, budget: Budget) -> int | Paused:
+        return self.regex.first_match(line, start, budget)
+
+    def skip(self, lines: list[str], index: int, budget: Budget) -> int:
+        while index < len(lines) and not budget.spent:
+            end = _block_end(lines, index, self.limit)
+            data = "\n".join(lines[index:end]).encode("utf-8", "surrogatepass")
+            if len(data) > WINDOW:  # wide characters: at most 4 bytes each
+                end = _block_end(lines, index, WINDOW // 4)
+                data = "\n".join(lines[index:end]).encode("utf-8", "surrogatepass")
+            if end == index + 1:
+                return index  # a line alone: first() matches it, in windows when it is long
+            at = self.regex.first_in_block(data)
+            budget.charge(len(data))
+            if at == -2:
+                return index
+            if at >= 0:
+                self.limit = FIRST_BLOCK
+                return index + data.count(b"\n", 0, at)
+            self.limit = min(self.limit * 2, WINDOW)
+            index = end
+        return index
 
 
-def regex_finder(regex: re.Pattern[str]) -> Finder:
-    def find(line: str) -> int:
-        match = regex.search(line)
-        return -1 if match is None else match.start()
+def _block_end(lines: list[str], index: int, limit: int = WINDOW) -> int:
+    """The end of the run of whole lines from ``index`` within ``limit`` characters (at least one line)."""
+    size, end = len(lines[index]), index + 1
+    while end < len(lines) and size + 1 + len(lines[end]) <= limit:
+        size += 1 + len(lines[end])
+        end += 1
+    return end
 
-    return find
 
+def find_lines(
+    text: str, finder: Finder, budget: Budget, *, context: int = 0, after: int = 0, offset: int = 0
+) -> Iterator[LineHit | Stop]:
+    """Given a document, yield one hit per matching line after line ``after``, in line order.
 
-def find_lines(text: str, finder: Finder, *, context: int = 0) -> Iterator[LineHit]:
-    """Given a document, yield one hit per matching line, in line order."""
+    Line ``after + 1`` starts at byte ``offset``. Once the budget is spent a :class:`Stop` is yielded
+    and nothing more; it is never yielded after the last line.
+    """
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    for index, line in enumerate(lines):
-        column = finder(line)
-        if column < 0:
-            continue
-        ctx = None
-        if context > 0:
-            ctx = MatchContext(
-                before=[_cut(x, 0) for x in lines[max(0, index - context) : index]],
-                after=[_cut(x, 0) for x in lines[index + 1 : index + 1 + context]],
-            )
-        yield LineHit(index + 1, column + 1, _cut(line, column), ctx)
+    index = max(after, 0)
+    while index < len(lines):
+        resume = offset if index == after else 0
+        if resume == 0:
+            ahead = finder.skip(lines, index, budget)
+            if ahead >= len(lines):
+                return
+            if ahead > index and budget.spent:
+                yield Stop(ahead)
+                return
+            index = ahead
+        line = lines[index]
+        column = finder.first(line, resume, budget)
+        if isinstance(column, Paused):
+            yield Stop(index, column.offset)
+            return
+        if column >= 0:
+            ctx = None
+            if context > 0:
+                ctx = MatchContext(
+                    before=[_cut(x, 0) for x in lines[max(0, index - context) : index]],
+                    after=[_cut(x, 0) for x in lines[index + 1 : index + 1 + context]],
+                )
+            yield LineHit(index + 1, column + 1, _cut(line, column), ctx)
+        if budget.spent and index + 1 < len(lines):
+            yield Stop(index + 1)
+            return
+        index += 1
 
 
 def _cut(line: str, column: int) -> str:
@@ -93,34 +179,3 @@ def _cut(line: str, column: int) -> str:
     if head:
         start += 1
     return head + line[start:end] + tail
-
-
-def required_literals(regex: re.Pattern[str]) -> list[str]:
-    """Given a compiled regex, return literal strings every match must contain (longest first).
-
-    Only the top-level sequence is read; an alternation or a repeat ends a literal run. An empty
-    list means the pattern has no usable literal and the caller must scan.
-    """
-    try:
-        parsed = sre_parse.parse(regex.pattern, regex.flags & ~re.UNICODE)
-    except re.error:  # pragma: no cover - already compiled once
-        return []
-    runs: list[str] = []
-    current: list[str] = []
-    for op, arg in parsed:
-        if op is sre_constants.LITERAL:
-            current.append(chr(arg))
-            continue
-        if op is sre_constants.SUBPATTERN and arg[-1] and _only_literals(arg[-1]):
-            current.extend(chr(a) for _, a in arg[-1])
-            continue
-        if current:
-            runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
-    return sorted((r for r in runs if len(r) >= 3), key=len, reverse=True)
-
-
-def _only_literals(sub: sre_parse.SubPattern) -> bool:
-    return all(op is sre_constants.LITERAL for op, _ in sub)

@@ -106,14 +106,69 @@ _openat2 = _Openat2()
 class FileJail:
     """Resolves relative paths inside ``root``; refuses anything that could leave it."""
 
-    def __init__(self, root: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, space: str | None = None, create: bool = True) -> None:
+        """Jail paths in ``root``; with ``space``, in the folder ``root/space``, which must then be a real
+        folder (never a symlink) directly beneath ``root``, checked again at every use.
+
+        Raises:
+            MemoryValidationError: ``root`` is not a directory, or ``space`` is not one plain name.
+        """
         path = Path(root).expanduser()
         if create:
             path.mkdir(parents=True, exist_ok=True)
         if not path.is_dir():
             raise MemoryValidationError(f"the workspace root {str(path)!r} is not a directory")
-        self.root = Path(os.path.realpath(path))
+        base = os.path.realpath(path)
+        self._space = space
+        if space is None:
+            self._base_text = os.path.dirname(base)
+            self.root = Path(base)
+        else:
+            if not space or "/" in space or space in (".", "..") or "\x00" in space:
+                raise MemoryValidationError(f"a space folder is one plain name, not {space!r}")
+            self._base_text = base
+            self.root = Path(base, space)
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(self.root, 0o777)
         self._root_text = str(self.root)
+
+    def _open_root(self, flags: int = _FOLDER) -> int:
+        """Open the jail's own folder; a space folder is reached without following a symlink.
+
+        Raises:
+            MemoryValidationError: the space folder is a symlink or not a folder.
+            FileNotFoundError: it is missing.
+        """
+        if self._space is None:
+            return os.open(self._root_text, flags | os.O_CLOEXEC)
+        base = os.open(self._base_text, _FOLDER)
+        try:
+            fd = os.open(self._space, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=base)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise self._space_refused() from None
+            raise
+        finally:
+            os.close(base)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):  # O_PATH | O_NOFOLLOW may hand back the link itself
+            os.close(fd)
+            raise self._space_refused()
+        return fd
+
+    def _space_refused(self) -> MemoryValidationError:
+        return MemoryValidationError(
+            f"the space folder {self._root_text!r} is not a real folder beneath the workspace root "
+            "(a symlink or a file is there): the workspace refuses to use it"
+        )
+
+    def root_stat(self) -> os.stat_result:
+        """The stat of the jail's own folder (reached as :meth:`folder` reaches it)."""
+        fd = self._open_root()
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
 
     def _parts(self, relative: str) -> list[str]:
         if not isinstance(relative, str):
@@ -139,6 +194,7 @@ class FileJail:
             OSError: a component could not be examined (``PermissionError``, ``ENAMETOOLONG``).
         """
         parts = self._parts(relative)
+        os.close(self._open_root())
         # The root is canonical, so the path is its own real path exactly when no existing component
         # below the root is a symlink: one lstat per component, stopping where the path ends on disk.
         current = self._root_text
@@ -166,8 +222,8 @@ class FileJail:
             raise ValueError("FileJail.open opens files to use them; O_PATH is not offered")
         parts = self._parts(relative)
         if not parts:
-            return os.open(self._root_text, flags | os.O_CLOEXEC, mode)
-        root_fd = os.open(self._root_text, _FOLDER)
+            return self._open_root(flags)
+        root_fd = self._open_root()
         try:
             if _openat2.usable(root_fd):
                 try:
@@ -217,7 +273,7 @@ class FileJail:
             NotADirectoryError: a component on the way is a file.
         """
         parts = self._parts(relative)
-        fd = os.open(self._root_text, _FOLDER)
+        fd = self._open_root()
         try:
             for depth, part in enumerate(parts, 1):
                 child = self._step(fd, part, "/".join(parts[:depth]), create=create)

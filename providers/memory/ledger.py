@@ -548,6 +548,10 @@ _OPS: dict[str, tuple[str, frozenset[str]]] = {
     "bind": ("bind", frozenset({"reflection_id", "scope_id"})),
 }
 LEDGER_OPS: tuple[str, ...] = tuple(_OPS)
+_REQUIRED: dict[str, frozenset[str]] = {
+    "observe": frozenset({"text"}),
+    "reflect": frozenset({"text", "observation_ids"}),
+}
 
 
 def apply_op(ledger: Ledger, op: str, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -561,6 +565,9 @@ def apply_op(ledger: Ledger, op: str, session_id: str, body: Mapping[str, Any]) 
     unknown = set(body) - allowed
     if unknown:
         raise MemoryValidationError(f"unknown field(s) for {op}: {', '.join(sorted(unknown))}")
+    missing = _REQUIRED.get(op, frozenset()) - set(body)
+    if missing:
+        raise MemoryValidationError(f"{op} needs the field(s): {', '.join(sorted(missing))}")
     session = ledger.session(session_id)
     args = dict(body)
     if op == "append":

@@ -8,7 +8,6 @@ verb is recorded in the ``audit`` table, refused or not.
 from __future__ import annotations
 
 import builtins
-import fnmatch
 import heapq
 import json
 import re
@@ -35,6 +34,7 @@ from afi.model import (
 )
 from afi.paths import is_within, normalize
 from afi.provider import Caller
+from afi.regex import compile_glob
 from afi.sqlite import Connections
 
 from .audit import AUDIT_SCHEMA, AuditLog
@@ -48,13 +48,14 @@ from .entries import EPOCH, block_entry, dir_entry, file_entry, manifest_entry, 
 from .fabric import MemoryFabric, create_memory_fabric
 from .ledger import Ledger, apply_op
 from .ledger_views import conversation_matches, ledger_text
+from .locks import SpaceLocks, lock_folder
 from .memory import space_memory
 from .notes_view import NotesView, rendered_etag
 from .render import parse_note, render_note
 from .search import Candidate, GrepSource, grep, hit_path, semantic_matches
 from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
 from .types import MemoryNote
-from .workspace import Workspace
+from .workspace import Workspace, WorkspaceLimits
 
 __all__ = ["MemoryProvider"]
 
@@ -93,6 +94,7 @@ class MemoryProvider:
         keys: Any = None,
         embedder: Embedder | None = None,
         manifest_extra: dict[str, Any] | None = None,
+        workspace_limits: WorkspaceLimits | None = None,
     ) -> None:
         if str(db) == ":memory:":
             raise ValueError("MemoryProvider needs a database file: every worker thread opens its own connection")
@@ -100,12 +102,13 @@ class MemoryProvider:
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
+        self.workspace_limits = workspace_limits or WorkspaceLimits.from_env()
         self._db = Connections(self.db, schema=AUDIT_SCHEMA + _workspace_schema())
         self.audit = AuditLog(self._db)
         self._keys = keys if keys is not None else _default_keys(self.db)
         self._spaces: dict[str, _Space] = {}
         self._lock = threading.Lock()
-        self._write_locks: dict[str, threading.RLock] = {}
+        self._write_locks = SpaceLocks(lock_folder(self.db))
         self._grep_cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[tuple[int, int], list[Candidate]]] = (
             OrderedDict()
         )
@@ -141,7 +144,11 @@ class MemoryProvider:
                 "x-note-kinds": ["fact", "procedure", "file", "working", "episode"],
                 "x-search-modes": ["x-conversation"],
                 "x-embedder": {"name": embedder.name, "dims": embedder.dims},
-                "x-limits": {"list_max": MAX_LIST, "search_max_results": MAX_RESULTS},
+                "x-limits": {
+                    "list_max": MAX_LIST,
+                    "search_max_results": MAX_RESULTS,
+                    "file_max_bytes": self.workspace_limits.max_file_bytes,
+                },
                 **self._manifest_extra,
             },
         )
@@ -163,8 +170,13 @@ class MemoryProvider:
         found = self._spaces.get(name)
         if found is not None:
             return found
-        if not SPACE_NAME.match(name):
-            raise InvalidPath(f"invalid space name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}")
+        _check_space_name(name)
+        with self._write_locks.hold(name):  # no writer is mid-way, so a temporary file found now is an orphan
+            found = self._open_space(name)
+            found.workspace.sweep_temporary_files()
+        return found
+
+    def _open_space(self, name: str) -> _Space:
         with self._lock:
             found = self._spaces.get(name)
             if found is None:
@@ -173,7 +185,7 @@ class MemoryProvider:
                 found = _Space(
                     fabric,
                     NotesView(self._db, memory.scope),
-                    Workspace(self.root, name, self._db),
+                    Workspace(self.root, name, self._db, self.workspace_limits),
                     Ledger(self.db, space=name),
                 )
                 self._spaces[name] = found
@@ -202,6 +214,7 @@ class MemoryProvider:
         caller.require("afi:read")
         path = normalize(path)
         limit = _check_limit(limit, MAX_LIST)
+        name_matches = compile_glob(glob) if glob else None  # refuses an overlong glob before SQLite sees it
         node = self._locate(path)
         position = decode_cursor("list", cursor)
         after = None if position is None else str(position["a"])
@@ -233,8 +246,8 @@ class MemoryProvider:
         else:
             self.stat(caller, path)  # not_found when absent
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
-        if glob:
-            entries = [e for e in entries if fnmatch.fnmatchcase(e.path.rsplit("/", 1)[-1], glob)]
+        if name_matches is not None:
+            entries = [e for e in entries if name_matches(e.path.rsplit("/", 1)[-1])]
         if after is not None:
             entries = [e for e in entries if e.path.rsplit("/", 1)[-1] > after]
         return _page(entries[: limit + 1], limit)
@@ -596,9 +609,10 @@ class MemoryProvider:
 
     def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T]) -> T:
         """Run one write verb under the space's write lock (so a check such as if_match and the write it
-        guards cannot interleave with another thread's write), and record it in the audit table."""
+        guards cannot interleave with another thread's or process's write), and record it in the audit table."""
         try:
-            with self._write_lock(caller.space):
+            _check_space_name(caller.space)
+            with self._write_locks.hold(caller.space):
                 result = run()
         except AfiError as err:
             self._audit(caller, verb, path, err.code)
@@ -614,10 +628,6 @@ class MemoryProvider:
             raise
         self._audit(caller, verb, path, "ok")
         return result
-
-    def _write_lock(self, space: str) -> threading.RLock:
-        with self._lock:
-            return self._write_locks.setdefault(space, threading.RLock())
 
     def _audit(self, caller: Caller, verb: str, path: str, result: str) -> None:
         self.audit.record(caller, verb, path, result)
@@ -674,6 +684,11 @@ def _workspace_schema() -> str:
     from .workspace import SCHEMA
 
     return SCHEMA
+
+
+def _check_space_name(name: str) -> None:
+    if not SPACE_NAME.match(name):
+        raise InvalidPath(f"invalid space name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}")
 
 
 def _overlaps(scope: str, area: str) -> bool:

@@ -228,6 +228,8 @@ class _Files:
             raise MemoryNotFoundError(f"no such directory under the memory root: {requested!r}") from None
         except NotADirectoryError:
             raise MemoryValidationError(f"{requested!r} is a file; memory.read reads files") from None
+        except OSError as err:  # ENAMETOOLONG, ELOOP (a symlink in the way), EACCES
+            raise MemoryValidationError(f"{requested!r} cannot be opened inside the jail: {err.strerror}") from None
         try:
             with os.scandir(fd) as it:
                 children = sorted(((e.name, e.stat(follow_symlinks=False)) for e in it), key=lambda c: c[0])
@@ -273,6 +275,8 @@ class _Files:
             raise MemoryValidationError(f"a parent of {requested!r} is a file, not a folder") from None
         except FileNotFoundError:
             raise MemoryConflictError(f"the folders of {requested!r} changed while being made; try again") from None
+        except OSError as err:
+            raise MemoryValidationError(f"the folders of {requested!r} cannot be made: {err.strerror}") from None
         fd = self._open(jail, requested, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
         try:
             before = os.fstat(fd).st_size
@@ -295,6 +299,8 @@ class _Files:
             fd = jail.open(requested, os.O_RDONLY | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             return 0
+        except OSError as err:
+            raise MemoryValidationError(f"{requested!r} cannot be opened inside the jail: {err.strerror}") from None
         try:
             return os.fstat(fd).st_size
         finally:

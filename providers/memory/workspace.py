@@ -1,10 +1,8 @@
-"""A space's jailed workspace: real files under ``<root>/<space>``, and their text index.
+"""A space's jailed workspace: real files under ``<root>/<space>``, limits on what they may hold, and
+their text index (:mod:`.file_index`).
 
-Every path goes through :class:`~.jail.FileJail` before any I/O. Text files up to
-``INDEX_MAX_BYTES`` are indexed in ``workspace_files`` with an FTS5 trigram index beside it, so
-exact and regex search over ``/files`` are index lookups. Writes made through the provider are
-indexed at once; edits made on disk behind its back are picked up by :meth:`Workspace.refresh`,
-which a search runs at most every ``REFRESH_SECONDS``.
+Every path goes through :class:`~.jail.FileJail` before any I/O; the caller (the provider) holds the
+space's write lock around every write, so a check and the write it guards are one step.
 """
 
 from __future__ import annotations
@@ -14,59 +12,22 @@ import errno
 import os
 import shutil
 import stat as stat_mod
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from afi.errors import AfiError, Conflict, InvalidPath, NotFound, TooLarge
+from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.sqlite import Connections
 
 from .errors import MemoryValidationError
-from .jail import FileJail, read_at_most
+from .file_index import INDEX_MAX_BYTES, SCHEMA, TEMP_PREFIX, FileIndex
+from .jail import FileJail
+from .quota import WorkspaceLimits, check_limits, size_after
 
-__all__ = ["INDEX_MAX_BYTES", "FileStat", "Workspace"]
+__all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
 
-INDEX_MAX_BYTES = 1 << 20
-REFRESH_SECONDS = 2.0
 MAX_READ_BYTES = 256 << 20
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS workspace_files (
-    rowid INTEGER PRIMARY KEY,
-    space TEXT NOT NULL,
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    UNIQUE (space, path)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS workspace_trigram USING fts5(
-    text, content='workspace_files', content_rowid='rowid', tokenize='trigram'
-);
-CREATE TRIGGER IF NOT EXISTS workspace_files_ai AFTER INSERT ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_files_ad AFTER DELETE ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
-END;
-CREATE TABLE IF NOT EXISTS workspace_seq (space TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-CREATE TRIGGER IF NOT EXISTS workspace_seq_ai AFTER INSERT ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_seq_ad AFTER DELETE ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (old.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_seq_au AFTER UPDATE ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_files_au AFTER UPDATE ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
-    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
-END;
-"""
 
 
 @dataclass(frozen=True)
@@ -94,32 +55,32 @@ def _file_stat(name: str, st: os.stat_result, target: str | None = None) -> File
     return FileStat(name, kind, size, st.st_mtime, st.st_ctime, st.st_mtime_ns, st.st_ino, target)
 
 
-def _index_text(data: bytes) -> str:
-    """Given file bytes, return the text to index ("" for binary or oversized files)."""
-    if len(data) > INDEX_MAX_BYTES or b"\x00" in data:
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
+def is_reserved(rel: str) -> bool:
+    """True when a workspace path names (or lies inside) a temporary file of the workspace's own."""
+    return any(part.startswith(TEMP_PREFIX) for part in rel.split("/"))
 
 
 class Workspace:
     """One space's files: jailed disk operations plus the text index (``rel`` paths, "" is the root)."""
 
-    def __init__(self, root: Path, space: str, connections: Connections) -> None:
+    def __init__(self, root: Path, space: str, connections: Connections, limits: WorkspaceLimits | None = None) -> None:
         self.space = space
-        self.jail = FileJail(root / space)
+        self.jail = FileJail(root, space=space)
+        self.limits = limits or WorkspaceLimits()
         self._db = connections
-        self._refreshed_at = 0.0
-        self._refresh_lock = threading.Lock()
+        self.index = FileIndex(space, self.jail, connections)
 
     # -- reads -----------------------------------------------------------------------------
 
     def stat(self, rel: str, afi_path: str) -> FileStat:
         parent, name = self._split(rel, afi_path)
         if not name:
-            return _file_stat(self.jail.root.name, os.stat(self.jail.root))
+            try:
+                return _file_stat(self.jail.root.name, self.jail.root_stat())
+            except MemoryValidationError as err:
+                raise InvalidPath(err.message, path=afi_path) from None
+        if is_reserved(rel):
+            raise NotFound("no such file or folder", path=afi_path)
         st = self._leaf(parent, name, afi_path, symlink_ok=True)
         if st is None:
             raise NotFound("no such file or folder", path=afi_path)
@@ -130,7 +91,9 @@ class Workspace:
         return _file_stat(name, st, link)
 
     def listdir(self, rel: str, afi_path: str) -> list[FileStat]:
-        """Given a folder, return its children sorted by name."""
+        """Given a folder, return its children sorted by name (the workspace's own temporary files left out)."""
+        if is_reserved(rel):
+            raise NotFound("no such folder", path=afi_path)
         try:
             fd = self.jail.open(rel, os.O_RDONLY | os.O_DIRECTORY)
         except MemoryValidationError as err:
@@ -141,13 +104,15 @@ class Workspace:
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=afi_path) from None
         try:
             with os.scandir(fd) as it:
-                children = [_file_stat(e.name, e.stat(follow_symlinks=False)) for e in it]
+                children = [_file_stat(e.name, e.stat(follow_symlinks=False)) for e in it if _shown_name(e.name)]
         finally:
             os.close(fd)
         children.sort(key=lambda c: c.name)
         return children
 
     def read(self, rel: str, afi_path: str, offset: int, length: int | None) -> tuple[bytes, FileStat]:
+        if is_reserved(rel):
+            raise NotFound("no such file", path=afi_path)
         try:
             fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)  # a pipe must not hang the call
         except MemoryValidationError as err:
@@ -162,10 +127,12 @@ class Workspace:
                 raise InvalidPath("this is a folder: list it instead of reading it", path=afi_path)
             if not stat_mod.S_ISREG(st.st_mode):
                 raise InvalidPath("only regular files are read here (this is a device, socket or pipe)", path=afi_path)
+            _refuse_linked(st, afi_path)
             want = max(0, st.st_size - offset) if length is None else length
             if want > MAX_READ_BYTES:
                 raise TooLarge(f"read at most {MAX_READ_BYTES} bytes per call; use offset and length", path=afi_path)
-            data = os.pread(fd, want, offset) if want else b""
+            # Past the end there is nothing to read (and pread refuses an offset near 2**63 outright).
+            data = os.pread(fd, want, offset) if want and offset < st.st_size else b""
         finally:
             os.close(fd)
         return data, _file_stat(Path(rel).name, st)
@@ -216,12 +183,18 @@ class Workspace:
     ) -> tuple[FileStat, bytes | None]:
         """Write a file (parents created inside the jail); return its stat and its full text when small.
 
-        A whole-file write lands atomically (temp file + rename), so a reader never sees half of it.
-        Refusals are decided before any folder is created, so a refused write leaves nothing behind.
+        A whole-file write lands atomically (temp file + rename), so a reader never sees half of it; a
+        write past the end leaves a hole (sparse where the file system allows), so nothing is allocated
+        in proportion to an offset. Refusals (limits included) are decided before any folder is created,
+        so a refused write leaves nothing behind. The caller holds the space's write lock.
         """
         parent, name = self._split(rel, afi_path)
         if not name:
             raise InvalidPath("/files is the workspace folder itself", path=afi_path)
+        if is_reserved(rel):
+            raise InvalidPath(
+                f"names starting with {TEMP_PREFIX} are the workspace's own temporary files", path=afi_path
+            )
         existing = self._leaf(parent, name, afi_path)
         if existing is not None and stat_mod.S_ISDIR(existing.st_mode):
             raise Conflict("a folder is here; a file cannot overwrite it", path=afi_path)
@@ -229,28 +202,43 @@ class Workspace:
             raise InvalidPath("only regular files are written here (this is a device, socket or pipe)", path=afi_path)
         if create_only and existing is not None:
             raise Conflict("the file exists and create_only was asked", path=afi_path)
+        in_place = append or (offset is not None and existing is not None)
+        if in_place and existing is not None:
+            _refuse_linked(existing, afi_path)
+        check_limits(
+            self.limits,
+            afi_path,
+            before=existing.st_size if existing is not None else 0,
+            size=size_after(existing, data, offset, append),
+            used_elsewhere=self.index.used_bytes(besides=rel),
+        )
         with self._folder(parent, afi_path, create=True) as folder:
-            if append or (offset is not None and existing is not None):
+            if in_place:
                 flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
                 flags |= os.O_APPEND | os.O_CREAT if append else 0
                 fd = os.open(name, flags, 0o644, dir_fd=folder)
                 try:
+                    _refuse_linked(os.fstat(fd), afi_path)  # the file this descriptor names, not a path's
                     _write_all(fd, data, None if append else offset or 0)
                 finally:
                     os.close(fd)
             else:
-                self._replace_at(folder, name, b"\x00" * offset + data if offset else data)
+                self._replace_at(folder, name, data, offset or 0)
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
-        full = self._index_path(rel)
+        full = self.index.index_path(rel)
         return _file_stat(name, st), full
 
     @staticmethod
-    def _replace_at(folder: int, name: str, data: bytes) -> None:
-        tmp = f".afi-tmp-{uuid.uuid4().hex}"
+    def _replace_at(folder: int, name: str, data: bytes, offset: int) -> None:
+        tmp = f"{TEMP_PREFIX}{uuid.uuid4().hex}"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
             try:
-                _write_all(fd, data, None)
+                if offset:
+                    os.ftruncate(fd, offset)  # a hole, not zeros written out
+                    _write_all(fd, data, offset)
+                else:
+                    _write_all(fd, data, None)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -260,8 +248,31 @@ class Workspace:
                 os.unlink(tmp, dir_fd=folder)
             raise
 
+    def sweep_temporary_files(self) -> int:
+        """Remove the temporary files a crashed writer left behind; return how many.
+
+        The caller holds the space's write lock, which every writer holds for its temporary file's
+        whole life, so any temporary file found now is an orphan.
+        """
+        removed = 0
+        try:
+            with self.jail.folder("") as top:
+                for _dirpath, _dirs, names, dirfd in os.fwalk(".", dir_fd=top):
+                    for name in names:
+                        if name.startswith(TEMP_PREFIX):
+                            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                                os.unlink(name, dir_fd=dirfd)
+                                removed += 1
+        except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
+            return removed
+        return removed
+
     def mkdir(self, rel: str, afi_path: str, *, parents: bool) -> FileStat:
         parent, name = self._split(rel, afi_path)
+        if is_reserved(rel):
+            raise InvalidPath(
+                f"names starting with {TEMP_PREFIX} are the workspace's own temporary files", path=afi_path
+            )
         if not name or self._leaf(parent, name, afi_path, symlink_ok=True) is not None:
             raise Conflict("this path already exists", path=afi_path)
         try:
@@ -279,11 +290,13 @@ class Workspace:
         parent, name = self._split(rel, afi_path)
         if not name:
             raise InvalidPath("/files itself cannot be deleted", path=afi_path)
+        if is_reserved(rel):
+            raise NotFound("no such file or folder", path=afi_path)
         st = self._leaf(parent, name, afi_path, symlink_ok=True)
         if st is None:
             raise NotFound("no such file or folder", path=afi_path)
         is_dir = stat_mod.S_ISDIR(st.st_mode)
-        removed = [p for p, _ in self._walk(rel)] if is_dir else [rel]
+        removed = [p for p, _ in self.index.walk(rel)] if is_dir else [rel]
         with self._folder(parent, afi_path) as folder:
             try:
                 if not is_dir:
@@ -298,7 +311,7 @@ class Workspace:
                 if not recursive:
                     raise Conflict("the folder is not empty (delete it recursively)", path=afi_path) from None
                 shutil.rmtree(name, dir_fd=folder)
-        self._forget_paths([rel], prefix=is_dir)
+        self.index.forget_paths([rel], prefix=is_dir)
         return removed
 
     def move(
@@ -309,6 +322,10 @@ class Workspace:
         dst_parent, dst_name = self._split(dst_rel, dst)
         if not src_name or not dst_name:
             raise InvalidPath("/files itself cannot be moved or replaced", path=src)
+        if is_reserved(src_rel):
+            raise NotFound("no such file or folder", path=src)
+        if is_reserved(dst_rel):
+            raise InvalidPath(f"names starting with {TEMP_PREFIX} are the workspace's own temporary files", path=dst)
         st = self._leaf(src_parent, src_name, src, symlink_ok=True)
         if st is None:
             raise NotFound("no such file or folder", path=src)
@@ -323,133 +340,61 @@ class Workspace:
             if stat_mod.S_ISDIR(target.st_mode) and not stat_mod.S_ISDIR(st.st_mode):
                 raise Conflict("a folder is at the destination; a file cannot replace it", path=dst)
         is_dir = stat_mod.S_ISDIR(st.st_mode)
-        moved = [(p, dst_rel + p[len(src_rel) :]) for p, _ in self._walk(src_rel)] if is_dir else [(src_rel, dst_rel)]
+        moved = (
+            [(p, dst_rel + p[len(src_rel) :]) for p, _ in self.index.walk(src_rel)] if is_dir else [(src_rel, dst_rel)]
+        )
         with self._folder(src_parent, src) as src_folder, self._folder(dst_parent, dst, create=True) as dst_folder:
             try:
                 os.replace(src_name, dst_name, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
             except OSError as err:
                 raise Conflict(f"cannot move here: {err.strerror}", path=dst) from None
             landed = os.stat(dst_name, dir_fd=dst_folder, follow_symlinks=False)
-        self._forget_paths([src_rel], prefix=is_dir)
+        self.index.forget_paths([src_rel], prefix=is_dir)
         for _, new in moved:
             with contextlib.suppress(OSError):  # the move is done; a file vanishing meanwhile is not indexed
-                self._index_path(new)
+                self.index.index_path(new)
         return _file_stat(dst_name, landed), moved
 
     # -- index -----------------------------------------------------------------------------
 
-    def _walk(self, rel: str) -> Iterator[tuple[str, os.stat_result]]:
-        """Yield (workspace path, stat) of every regular file below the folder ``rel``, symlinks not followed.
-
-        The walk goes by descriptors from the jail's folder (``os.fwalk``), so a folder swapped for a
-        symlink meanwhile is not entered.
-        """
-        prefix = f"{rel}/" if rel else ""
-        try:
-            with self.jail.folder(rel) as top:
-                for dirpath, _dirs, names, dirfd in os.fwalk(".", dir_fd=top):
-                    base = prefix + (dirpath[2:] + "/" if dirpath != "." else "")
-                    for name in names:
-                        with contextlib.suppress(FileNotFoundError):
-                            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-                            if stat_mod.S_ISREG(st.st_mode) and not name.startswith(".afi-tmp-"):
-                                yield base + name, st
-        except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
-            return
-
-    def _index_path(self, rel: str) -> bytes | None:
-        """Index one file; return its bytes when they were read (small files)."""
-        data: bytes | None = None
-        text = ""
-        try:
-            fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
-        except MemoryValidationError:  # a symlink is never read or indexed
-            self._forget_paths([rel], prefix=False)
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat_mod.S_ISREG(st.st_mode):
-                self._forget_paths([rel], prefix=False)  # a special file is never read or indexed
-                return None
-            if st.st_size <= INDEX_MAX_BYTES:
-                data = read_at_most(fd, INDEX_MAX_BYTES + 1)
-                text = _index_text(data)
-        finally:
-            os.close(fd)
-        with self._db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO workspace_files(space, path, size, mtime_ns, text) VALUES (?,?,?,?,?) "
-                "ON CONFLICT(space, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
-                "text=excluded.text",
-                (self.space, rel, st.st_size, st.st_mtime_ns, text),
-            )
-        return data
-
-    def _forget_paths(self, rels: list[str], *, prefix: bool) -> None:
-        with self._db.transaction() as conn:
-            for rel in rels:
-                conn.execute("DELETE FROM workspace_files WHERE space = ? AND path = ?", (self.space, rel))
-                if prefix:
-                    conn.execute(
-                        "DELETE FROM workspace_files WHERE space = ? AND substr(path, 1, ?) = ?",
-                        (self.space, len(rel) + 1, rel + "/"),
-                    )
+    # -- the index, for search -------------------------------------------------------------
 
     def refresh(self, *, force: bool = False) -> None:
         """Bring the index in line with the disk (edits made behind the provider's back)."""
-        now = time.monotonic()
-        if not force and now - self._refreshed_at < REFRESH_SECONDS:
-            return
-        with self._refresh_lock:
-            if not force and time.monotonic() - self._refreshed_at < REFRESH_SECONDS:
-                return
-            conn = self._db.get()
-            known = {
-                path: (size, mtime_ns)
-                for path, size, mtime_ns in conn.execute(
-                    "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
-                )
-            }
-            for rel, st in self._walk(""):
-                if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
-                    self._index_path(rel)
-            if known:
-                self._forget_paths(list(known), prefix=False)
-            self._refreshed_at = time.monotonic()
+        self.index.refresh(force=force)
 
     def candidates(self, literal: str | None) -> list[tuple[int, str]]:
         """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
-        conn = self._db.get()
-        if literal is not None and len(literal) >= 3:
-            quoted = '"' + literal.replace('"', '""') + '"'
-            rows = conn.execute(
-                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
-                "WHERE workspace_trigram MATCH ? AND f.space = ?",
-                (quoted, self.space),
-            )
-        else:
-            rows = conn.execute("SELECT rowid, path FROM workspace_files WHERE space = ?", (self.space,))
-        return [(int(rowid), str(path)) for rowid, path in rows]
+        return self.index.candidates(literal)
 
     def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The indexed texts of the given rows."""
-        if not rowids:
-            return {}
-        marks = ",".join("?" * len(rowids))
-        rows = self._db.get().execute(
-            f"SELECT rowid, text FROM workspace_files WHERE space = ? AND rowid IN ({marks})", [self.space, *rowids]
-        )
-        return {int(rowid): str(text) for rowid, text in rows}
+        return self.index.texts_by_rowid(rowids)
 
     def change_token(self) -> int:
-        """Grows with every change to this space's file index (kept by triggers)."""
-        row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
-        return int(row[0]) if row else 0
+        """Grows with every change to this space's file index."""
+        return self.index.change_token()
+
+
+def _shown_name(name: str) -> bool:
+    """Whether a name on disk is shown in the tree: not a temporary file, and valid UTF-8 (a name that is
+    not, made on disk behind the provider's back, could not be named in a request or a JSON answer)."""
+    return not name.startswith(TEMP_PREFIX) and not any("\udc80" <= c <= "\udcff" for c in name)
 
 
 def _shown_link(link: str) -> str | None:
     """Only a relative symlink target that stays inside the jail is shown; others would leak host paths."""
     return link if not link.startswith("/") and ".." not in link.split("/") else None
+
+
+def _refuse_linked(st: os.stat_result, afi_path: str) -> None:
+    """Refuse a regular file with other hard links: its bytes may belong to a file outside the jail."""
+    if stat_mod.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise Forbidden(
+            f"this file has {st.st_nlink} hard links, and one may lie outside the workspace: it is neither read "
+            "nor changed in place (write it whole to replace it with a file of its own)",
+            path=afi_path,
+        )
 
 
 def _write_all(fd: int, data: bytes, offset: int | None) -> None:

@@ -1,0 +1,210 @@
+"""A space's file index: the text of its workspace files in SQLite, with an FTS5 trigram index beside it.
+
+Text files up to ``INDEX_MAX_BYTES`` are indexed, so exact and regex search over ``/files`` are index
+lookups; every regular file's size is kept too, which is what the space's quota counts. Writes made
+through the provider are indexed at once; edits made on disk behind its back are picked up by
+:meth:`FileIndex.refresh`, which a search runs at most every ``REFRESH_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as stat_mod
+import threading
+import time
+from collections.abc import Iterator
+
+from afi.sqlite import Connections
+
+from .errors import MemoryValidationError
+from .jail import FileJail, read_at_most
+
+__all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileIndex"]
+
+INDEX_MAX_BYTES = 1 << 20
+REFRESH_SECONDS = 2.0
+TEMP_PREFIX = ".afi-tmp-"  # a whole-file write's temporary name: never listed, read, indexed or written by users
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS workspace_files (
+    rowid INTEGER PRIMARY KEY,
+    space TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (space, path)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS workspace_trigram USING fts5(
+    text, content='workspace_files', content_rowid='rowid', tokenize='trigram'
+);
+CREATE TRIGGER IF NOT EXISTS workspace_files_ai AFTER INSERT ON workspace_files BEGIN
+    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_files_ad AFTER DELETE ON workspace_files BEGIN
+    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+CREATE TABLE IF NOT EXISTS workspace_seq (space TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS workspace_seq_ai AFTER INSERT ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_seq_ad AFTER DELETE ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (old.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_seq_au AFTER UPDATE ON workspace_files BEGIN
+    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS workspace_files_au AFTER UPDATE ON workspace_files BEGIN
+    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
+    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
+END;
+"""
+
+
+def _index_text(data: bytes) -> str:
+    """Given file bytes, return the text to index ("" for binary or oversized files)."""
+    if len(data) > INDEX_MAX_BYTES or b"\x00" in data:
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
+def _indexed_name(rel: str) -> bool:
+    """Not a temporary file, and valid UTF-8 (os.fwalk hands undecodable bytes over as lone surrogates)."""
+    return not any(part.startswith(TEMP_PREFIX) for part in rel.split("/")) and not any(
+        "\udc80" <= c <= "\udcff" for c in rel
+    )
+
+
+class FileIndex:
+    """The indexed files of one space (``rel`` paths, relative to the space's folder)."""
+
+    def __init__(self, space: str, jail: FileJail, connections: Connections) -> None:
+        self.space = space
+        self.jail = jail
+        self._db = connections
+        self._refreshed_at = 0.0
+        self._refresh_lock = threading.Lock()
+
+    def walk(self, rel: str) -> Iterator[tuple[str, os.stat_result]]:
+        """Yield (workspace path, stat) of every regular file below the folder ``rel``, symlinks not followed.
+
+        The walk goes by descriptors from the jail's folder (``os.fwalk``), so a folder swapped for a
+        symlink meanwhile is not entered.
+        """
+        prefix = f"{rel}/" if rel else ""
+        try:
+            with self.jail.folder(rel) as top:
+                for dirpath, _dirs, names, dirfd in os.fwalk(".", dir_fd=top):
+                    base = prefix + (dirpath[2:] + "/" if dirpath != "." else "")
+                    for name in names:
+                        with contextlib.suppress(FileNotFoundError):
+                            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                            if stat_mod.S_ISREG(st.st_mode) and _indexed_name(base + name):
+                                yield base + name, st
+        except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
+            return
+
+    def index_path(self, rel: str) -> bytes | None:
+        """Index one file; return its bytes when they were read (small files)."""
+        data: bytes | None = None
+        text = ""
+        try:
+            fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
+        except MemoryValidationError:  # a symlink is never read or indexed
+            self.forget_paths([rel], prefix=False)
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                self.forget_paths([rel], prefix=False)  # a special or hard-linked file is never read or indexed
+                return None
+            if st.st_size <= INDEX_MAX_BYTES:
+                data = read_at_most(fd, INDEX_MAX_BYTES + 1)
+                text = _index_text(data)
+        finally:
+            os.close(fd)
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO workspace_files(space, path, size, mtime_ns, text) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(space, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
+                "text=excluded.text",
+                (self.space, rel, st.st_size, st.st_mtime_ns, text),
+            )
+        return data
+
+    def forget_paths(self, rels: list[str], *, prefix: bool) -> None:
+        with self._db.transaction() as conn:
+            for rel in rels:
+                conn.execute("DELETE FROM workspace_files WHERE space = ? AND path = ?", (self.space, rel))
+                if prefix:
+                    conn.execute(
+                        "DELETE FROM workspace_files WHERE space = ? AND substr(path, 1, ?) = ?",
+                        (self.space, len(rel) + 1, rel + "/"),
+                    )
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Bring the index in line with the disk (edits made behind the provider's back)."""
+        now = time.monotonic()
+        if not force and now - self._refreshed_at < REFRESH_SECONDS:
+            return
+        with self._refresh_lock:
+            if not force and time.monotonic() - self._refreshed_at < REFRESH_SECONDS:
+                return
+            conn = self._db.get()
+            known = {
+                path: (size, mtime_ns)
+                for path, size, mtime_ns in conn.execute(
+                    "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
+                )
+            }
+            for rel, st in self.walk(""):
+                if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
+                    self.index_path(rel)
+            if known:
+                self.forget_paths(list(known), prefix=False)
+            self._refreshed_at = time.monotonic()
+
+    def candidates(self, literal: str | None) -> list[tuple[int, str]]:
+        """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
+        conn = self._db.get()
+        if literal is not None and len(literal) >= 3:
+            quoted = '"' + literal.replace('"', '""') + '"'
+            rows = conn.execute(
+                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
+                "WHERE workspace_trigram MATCH ? AND f.space = ?",
+                (quoted, self.space),
+            )
+        else:
+            rows = conn.execute("SELECT rowid, path FROM workspace_files WHERE space = ?", (self.space,))
+        return [(int(rowid), str(path)) for rowid, path in rows]
+
+    def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
+        """The indexed texts of the given rows."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._db.get().execute(
+            f"SELECT rowid, text FROM workspace_files WHERE space = ? AND rowid IN ({marks})", [self.space, *rowids]
+        )
+        return {int(rowid): str(text) for rowid, text in rows}
+
+    def change_token(self) -> int:
+        """Grows with every change to this space's file index (kept by triggers)."""
+        row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def used_bytes(self, *, besides: str) -> int:
+        """The bytes of this space's indexed files, the file ``besides`` left out."""
+        row = (
+            self._db.get()
+            .execute(
+                "SELECT coalesce(sum(size), 0) FROM workspace_files WHERE space = ? AND path != ?",
+                (self.space, besides),
+            )
+            .fetchone()
+        )
+        return int(row[0])

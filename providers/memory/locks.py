@@ -1,0 +1,92 @@
+"""One write lock per space, shared by every thread and every process that opens the same store.
+
+A conditional write (``if_match``, ``create_only``, an append, a quota check) reads the current state
+and then writes; two writers must never interleave between those steps, whether they are two threads
+of one ``afi serve`` or ``afi serve``, ``afi ssh`` and ``afi mount`` on one store. Inside a process a
+re-entrant thread lock orders the threads; across processes the holder also takes an exclusive
+``flock`` on ``<store>.locks/<space>.lock``. The kernel drops a ``flock`` when its holder dies (even by
+``kill -9``), so a crash never leaves a space locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["SpaceLocks", "lock_folder"]
+
+
+def lock_folder(db: Path) -> Path:
+    """The folder that holds the lock files of the store at ``db``."""
+    return db.with_name(db.name + ".locks")
+
+
+class _SpaceLock:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.thread_lock = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        self.thread_lock.acquire()
+        try:
+            if self.depth == 0:
+                if self.fd is None:
+                    self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+            self.depth += 1
+        except BaseException:
+            self.thread_lock.release()
+            raise
+
+    def release(self) -> None:
+        try:
+            self.depth -= 1
+            if self.depth == 0 and self.fd is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            self.thread_lock.release()
+
+    def close(self) -> None:
+        with self.thread_lock:
+            if self.fd is not None and self.depth == 0:
+                os.close(self.fd)
+                self.fd = None
+
+
+class SpaceLocks:
+    """The write locks of the spaces of one store (``folder`` holds the lock files)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._locks: dict[str, _SpaceLock] = {}
+        self._guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def hold(self, space: str) -> Iterator[None]:
+        """Hold the space's write lock for the ``with`` block (re-entrant within a thread)."""
+        lock = self._lock(space)
+        lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _lock(self, space: str) -> _SpaceLock:
+        with self._guard:
+            found = self._locks.get(space)
+            if found is None:
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                found = self._locks[space] = _SpaceLock(self.folder / f"{space}.lock")
+            return found
+
+    def close(self) -> None:
+        """Close the lock files that no thread holds."""
+        with self._guard:
+            for lock in self._locks.values():
+                lock.close()

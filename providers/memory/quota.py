@@ -1,0 +1,96 @@
+"""How much a space's workspace may hold: a cap per file and a quota per space, named in every refusal."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from afi.errors import TooLarge
+
+__all__ = ["WorkspaceLimits", "check_limits", "format_size", "parse_size", "size_after"]
+
+
+@dataclass(frozen=True)
+class WorkspaceLimits:
+    """How much one space's workspace may hold: bytes per file, and bytes in all its files together."""
+
+    max_file_bytes: int = 1 << 30
+    space_quota_bytes: int = 10 << 30
+
+    @classmethod
+    def from_env(cls) -> WorkspaceLimits:
+        """The limits from ``AFI_MAX_FILE_SIZE`` and ``AFI_SPACE_QUOTA`` (bytes, or with K/M/G/T), else the defaults.
+
+        Raises:
+            ValueError: a value that is not a size.
+        """
+        default = cls()
+        return cls(
+            max_file_bytes=parse_size(os.environ.get("AFI_MAX_FILE_SIZE"), default.max_file_bytes),
+            space_quota_bytes=parse_size(os.environ.get("AFI_SPACE_QUOTA"), default.space_quota_bytes),
+        )
+
+
+def parse_size(text: str | None, default: int) -> int:
+    """Given ``"512M"``, ``"10G"``, ``"4096"`` (or None for ``default``), return a number of bytes.
+
+    Raises:
+        ValueError: not a size.
+    """
+    if text is None or not text.strip():
+        return default
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = 1
+    if value and value[-1] in "KMGT":
+        scale = 1024 ** ("KMGT".index(value[-1]) + 1)
+        value = value[:-1]
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size: use bytes or a number with K, M, G or T") from None
+    if number < 0 or number != number:
+        raise ValueError(f"{text!r} is not a size: it must not be negative")
+    return int(number * scale)
+
+
+def format_size(size: int) -> str:
+    """Given bytes, return them as a person reads them (``1 GiB``, ``2.4 KiB (2,500 bytes)``, ``100 bytes``)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            if size % scale == 0:
+                return f"{size // scale} {unit}"
+            return f"{size / scale:.1f} {unit} ({size:,} bytes)"
+    return f"{size} bytes"
+
+
+def size_after(existing: os.stat_result | None, data: bytes, offset: int | None, append: bool) -> int:
+    """The size a file will have once ``data`` is written as asked."""
+    before = existing.st_size if existing is not None else 0
+    if append:
+        return before + len(data)
+    if offset is None:
+        return len(data)
+    if existing is None:
+        return offset + len(data)
+    return max(before, offset + len(data)) if data else before
+
+
+def check_limits(limits: WorkspaceLimits, afi_path: str, *, before: int, size: int, used_elsewhere: int) -> None:
+    """Refuse a write that would make a file ``before`` bytes long ``size`` bytes long, when that passes the
+    file cap, or the space's quota given the ``used_elsewhere`` bytes of its other files.
+
+    Raises:
+        TooLarge: naming the limit, the setting that changes it, and the sizes.
+    """
+    if size > limits.max_file_bytes:
+        raise TooLarge(
+            f"a workspace file may hold at most {format_size(limits.max_file_bytes)} "
+            f"(AFI_MAX_FILE_SIZE); this write would make it {format_size(size)}",
+            path=afi_path,
+        )
+    if size > before and used_elsewhere + size > limits.space_quota_bytes:
+        raise TooLarge(
+            f"this space's workspace may hold at most {format_size(limits.space_quota_bytes)} "
+            f"(AFI_SPACE_QUOTA); {format_size(used_elsewhere)} are in use and this write needs {format_size(size)}",
+            path=afi_path,
+        )
