@@ -57,3 +57,38 @@ def test_prune_refuses_a_missing_or_bad_age_and_deletes_nothing(db: Path, args: 
     assert run.returncode == 2
     assert "older-than" in run.stderr
     assert afi("audit", "list", db=db).stdout.count("/files/") == 3
+
+
+def test_the_cli_writes_are_locked_and_audited_like_any_door(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    remembered = afi("remember", "fact", "User prefers metric units", "--name", "units", db=db)
+    assert remembered.returncode == 0, remembered.stderr
+    note_id = next(line.split(": ", 1)[1] for line in remembered.stdout.splitlines() if line.startswith("id: "))
+    assert afi("remember", "working", "drafting the plan", "--block", "core", db=db).returncode == 0
+    assert afi("forget", "--block", "core", db=db).returncode == 0
+    assert afi("forget", "--id", note_id, db=db).returncode == 0
+    appended = afi("session", "append", "s1", "We roll out with a canary", "--id", "m1", db=db)
+    assert appended.returncode == 0, appended.stderr
+    refused = afi("remember", "fact", "x", "--path", "../outside.txt", db=db)
+    assert refused.returncode == 2 and "invalid_path" in refused.stderr
+    rows = [(row["principal"], row["verb"], row["path"], row["result"]) for row in AuditLogReader(db).rows()]
+    assert rows == [
+        ("local", "remember", "/facts/units.md", "ok"),
+        ("local", "remember", "/working/core.md", "ok"),
+        ("local", "forget", "/working/core.md", "ok"),
+        ("local", "forget", f"/history/{note_id}.md", "ok"),
+        ("local", "ledger.append", "/sessions/s1.md", "ok"),
+        ("local", "remember", "/files/../outside.txt", "invalid_path"),
+    ]
+
+
+class AuditLogReader:
+    """The audit table as the CLI left it, oldest first."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    def rows(self) -> list[sqlite3.Row]:
+        with sqlite3.connect(self.db) as conn:
+            conn.row_factory = sqlite3.Row
+            return list(conn.execute("SELECT principal, verb, path, result FROM audit ORDER BY seq"))

@@ -15,7 +15,8 @@ runner = CliRunner()
 
 
 def _afi(db: Path, *args: str) -> tuple[int, str]:
-    result = runner.invoke(app, [*args, "--db", str(db)])
+    extra = ["--root", str(db.parent / "files")] if args[:1] == ("session",) and args[1] not in ("show", "list") else []
+    result = runner.invoke(app, [*args, "--db", str(db), *extra])
     return result.exit_code, result.output
 
 

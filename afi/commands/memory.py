@@ -1,7 +1,8 @@
 """Memory commands: ``afi remember``, ``afi recall``, ``afi forget``.
 
-Each opens the space's store with ``space_memory``, builds the fabric, calls one method and renders
-the result; an AfiError (bad kind, importance out of range, a path leaving the jail) becomes
+Each opens the store as its local owner. ``remember`` and ``forget`` go through the provider, so they
+are locked and audited like the same write through any door; ``recall`` reads the space's fabric. An
+AfiError (bad kind, importance out of range, a path leaving the jail) becomes
 ``afi: <path>: <code>: <message>`` on stderr and exit code 2.
 """
 
@@ -38,6 +39,14 @@ def _fabric(db: Any, space: str) -> Any:
     return create_memory_fabric(space_memory(resolve_db(db), space))
 
 
+def _owner(db: Any, root: Any, space: str) -> tuple[Any, Any]:
+    """The provider over the store, and the local owner of ``space`` (who runs the CLI on this machine)."""
+    from afi.provider import Caller
+    from afi.providers.memory.provider import MemoryProvider
+
+    return MemoryProvider(resolve_db(db), resolve_root(root)), Caller(principal="local", space=space)
+
+
 def remember(
     kind: KindArg,
     content: ContentArg,
@@ -57,11 +66,6 @@ def remember(
 ) -> None:
     """Remember a note; consolidation folds it into a same or superseded note. Prints id, kind, name, supersedes."""
     with afi_errors():
-        if path is not None:
-            from afi.providers.memory import FileJail
-
-            # A file note names a workspace file: its path must stay inside this space's jail.
-            FileJail(resolve_root(root) / space, create=False).resolve(path)
         fields: dict[str, Any] = {
             "name": name,
             "tags": tag or None,
@@ -72,8 +76,9 @@ def remember(
             "path": path,
             "block": block,
         }
-        note = _fabric(db, space).remember(
-            kind=kind, content=content, **{k: v for k, v in fields.items() if v is not None}
+        provider, owner = _owner(db, root, space)
+        note = provider.remember(
+            owner, kind=kind, content=content, **{k: v for k, v in fields.items() if v is not None}
         )
         _print_note(note)
 
@@ -110,6 +115,7 @@ def forget(
     hold: Annotated[bool, typer.Option("--hold", help="Keep the note under legal hold instead of deleting it")] = False,
     space: SpaceOption = "default",
     db: DbOption = None,
+    root: RootOption = None,
 ) -> None:
     """Forget one note (--id) or clear one working block (--block); --hold keeps a note under legal hold."""
     with afi_errors():
@@ -117,8 +123,8 @@ def forget(
             from afi.providers.memory import MemoryValidationError
 
             raise MemoryValidationError("forget needs exactly one of --id or --block")
-        target: dict[str, Any] = {"id": id} if id is not None else {"block": block}
-        result = _fabric(db, space).forget(**target, hold=hold)
+        provider, owner = _owner(db, root, space)
+        result = provider.forget(owner, id=id, block=block, hold=hold)
         for key, value in result.model_dump(exclude_none=True).items():
             typer.echo(f"{key}: {json.dumps(value)}")
 

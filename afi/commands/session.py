@@ -1,7 +1,8 @@
 """Ledger commands: ``afi session append|observe|reflect|open-scope|close-scope|bind|show|list``.
 
-Each opens the space's ledger in the store, runs one ledger operation (the same ``apply_op`` the HTTP
-routes run) and prints the result; an AfiError becomes ``afi: <path>: <code>: <message>`` and exit 2.
+A write opens the store as its local owner and runs one ledger operation through the provider (the
+same ``ledger_write`` the HTTP routes call: locked and audited); ``show`` and ``list`` read the
+space's ledger. An AfiError becomes ``afi: <path>: <code>: <message>`` and exit 2.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, SpaceOption, resolve_db
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
 
 __all__ = ["register"]
 
@@ -26,10 +27,12 @@ TextArg = Annotated[str, typer.Argument(help="The text")]
 Stamp = Annotated[str | None, typer.Option("--timestamp", help="ISO time of the entry [default: now]")]
 
 
-def _run(db: Any, space: str, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
-    from afi.providers.memory.ledger import apply_op, create_ledger
+def _run(db: Any, root: Any, space: str, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
+    from afi.provider import Caller
+    from afi.providers.memory.provider import MemoryProvider
 
-    result: dict[str, Any] = apply_op(create_ledger(resolve_db(db), space=space), op, session, body)
+    provider = MemoryProvider(resolve_db(db), resolve_root(root))
+    result: dict[str, Any] = provider.ledger_write(Caller(principal="local", space=space), op, session, body)
     return result
 
 
@@ -50,11 +53,12 @@ def append(
     timestamp: Stamp = None,
     space: SpaceOption = "default",
     db: DbOption = None,
+    root: RootOption = None,
 ) -> None:
     """Append one message to the session's branch; prints the stored entry."""
     with afi_errors():
         message = _given(role=role, text=text, entry_id=entry_id, timestamp=timestamp)
-        _print(_run(db, space, "append", session, {"messages": [message]}))
+        _print(_run(db, root, space, "append", session, {"messages": [message]}))
 
 
 @session_app.command("observe")
@@ -66,11 +70,12 @@ def observe(
     timestamp: Stamp = None,
     space: SpaceOption = "default",
     db: DbOption = None,
+    root: RootOption = None,
 ) -> None:
     """Record an observation citing messages; prints it with its 12-hex id."""
     with afi_errors():
         body = _given(text=text, source_entry_ids=source or [], entry_id=entry_id, timestamp=timestamp)
-        _print(_run(db, space, "observe", session, body))
+        _print(_run(db, root, space, "observe", session, body))
 
 
 @session_app.command("reflect")
@@ -83,36 +88,37 @@ def reflect(
     timestamp: Stamp = None,
     space: SpaceOption = "default",
     db: DbOption = None,
+    root: RootOption = None,
 ) -> None:
     """Fold observations into a reflection, optionally bound to an open work scope; prints it."""
     with afi_errors():
         body = _given(text=text, observation_ids=observation, scope_id=scope, entry_id=entry_id, timestamp=timestamp)
-        _print(_run(db, space, "reflect", session, body))
+        _print(_run(db, root, space, "reflect", session, body))
 
 
 @session_app.command("open-scope")
 def open_scope(session: SessionArg, name: Annotated[str, typer.Argument(help="Scope name")],
-               space: SpaceOption = "default", db: DbOption = None) -> None:  # fmt: skip
+               space: SpaceOption = "default", db: DbOption = None, root: RootOption = None) -> None:  # fmt: skip
     """Open a work scope; prints it with its 12-hex id."""
     with afi_errors():
-        _print(_run(db, space, "scope.open", session, {"name": name}))
+        _print(_run(db, root, space, "scope.open", session, {"name": name}))
 
 
 @session_app.command("close-scope")
 def close_scope(session: SessionArg, scope_id: Annotated[str, typer.Argument(help="Scope id")],
-                space: SpaceOption = "default", db: DbOption = None) -> None:  # fmt: skip
+                space: SpaceOption = "default", db: DbOption = None, root: RootOption = None) -> None:  # fmt: skip
     """Close a work scope: its bound reflections can now be promoted to facts or procedures."""
     with afi_errors():
-        _print(_run(db, space, "scope.close", session, {"scope_id": scope_id}))
+        _print(_run(db, root, space, "scope.close", session, {"scope_id": scope_id}))
 
 
 @session_app.command("bind")
 def bind(session: SessionArg, reflection_id: Annotated[str, typer.Argument(help="Reflection id")],
          scope_id: Annotated[str, typer.Argument(help="Open scope id")],
-         space: SpaceOption = "default", db: DbOption = None) -> None:  # fmt: skip
+         space: SpaceOption = "default", db: DbOption = None, root: RootOption = None) -> None:  # fmt: skip
     """Bind an existing reflection to an open work scope (an om.scope.bound entry)."""
     with afi_errors():
-        _print(_run(db, space, "bind", session, {"reflection_id": reflection_id, "scope_id": scope_id}))
+        _print(_run(db, root, space, "bind", session, {"reflection_id": reflection_id, "scope_id": scope_id}))
 
 
 @session_app.command("show")

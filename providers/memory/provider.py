@@ -54,7 +54,7 @@ from .notes_view import NotesView, rendered_etag
 from .render import parse_note, render_note
 from .search import Candidate, GrepSource, grep, hit_path, semantic_matches
 from .tree import AREAS, MANIFEST_NAME, READ_ONLY_AREAS, Node, locate, note_path
-from .types import MemoryNote
+from .types import ForgetResult, MemoryNote
 from .workspace import Workspace, WorkspaceLimits
 
 __all__ = ["MemoryProvider"]
@@ -658,6 +658,37 @@ class MemoryProvider:
 
     def _note_entry(self, space: _Space, node: Node) -> Entry:
         return self._note_text(space, node)[0]
+
+    # -- the fabric's own verbs (what the tree cannot say: past windows, file notes, holds) ----
+
+    def remember(self, caller: Caller, **fields: Any) -> MemoryNote:
+        """``remember`` on the caller's space with the fabric's fields; needs afi:write, locked and audited
+        like a write through any door."""
+        kind = str(fields.get("kind", "fact"))
+        label = fields.get("name") or fields.get("block")
+        where = note_path(kind, str(label)) if label else f"/files/{fields['path']}" if fields.get("path") else "/"
+
+        def run() -> MemoryNote:
+            caller.require("afi:write", path=where)
+            space = self._space(caller.space)
+            if fields.get("path") is not None:
+                space.workspace.jail.resolve(str(fields["path"]))  # a file note names a file inside the jail
+            return space.fabric.remember(**fields)
+
+        return self._audited(caller, "remember", where, run)
+
+    def forget(
+        self, caller: Caller, *, id: str | None = None, block: str | None = None, hold: bool = False
+    ) -> ForgetResult:
+        """``forget`` one note by id (``hold`` keeps it under legal hold) or clear one working block;
+        needs afi:write, locked and audited."""
+        where = f"/history/{id}.md" if id is not None else f"/working/{block}.md"
+
+        def run() -> ForgetResult:
+            caller.require("afi:write", path=where)
+            return self._space(caller.space).fabric.forget(id=id, block=block, hold=hold)
+
+        return self._audited(caller, "forget", where, run)
 
     # -- the observational ledger: /episodes, /sessions, x-conversation, ledger writes -------
 
