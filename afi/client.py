@@ -14,6 +14,9 @@ import httpx
 
 from .errors import AfiError, Internal, InvalidPath, error_from_dict
 from .model import (
+    EOF_HEADER,
+    MTIME_HEADER,
+    SIZE_HEADER,
     DeleteResult,
     Entry,
     Manifest,
@@ -27,11 +30,6 @@ from .model import (
 from .provider import Caller, Provider
 
 __all__ = ["AfiClient", "HttpClient", "LocalClient", "as_search_request"]
-
-# Read answers carry what the raw body cannot: whether the file ended, and its whole size.
-EOF_HEADER = "X-AFI-EOF"
-SIZE_HEADER = "X-AFI-Size"
-MTIME_HEADER = "X-AFI-Mtime"
 
 
 @runtime_checkable

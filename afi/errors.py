@@ -1,6 +1,6 @@
 """Every error AFI speaks, and how each binding renders it.
 
-The hierarchy, one class per stable code (AFI.md, "Errors")::
+The hierarchy, one class per stable code (docs/afi.md, "Errors")::
 
     AfiError                      code        HTTP  errno          SSH exit
     ├── NotFound                  not_found    404  ENOENT         2

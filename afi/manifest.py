@@ -31,7 +31,7 @@ __all__ = [
 
 VERBS: tuple[str, ...] = ("stat", "list", "read", "search", "write", "mkdir", "delete", "move")
 
-# The verbs each profile level adds (AFI.md, "Profiles"); a level includes every level below it.
+# The verbs each profile level adds (docs/afi.md, "Profiles and the manifest"); a level includes every level below it.
 PROFILE_VERBS: dict[int, tuple[str, ...]] = {
     0: ("stat", "list"),
     1: ("read",),

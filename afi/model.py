@@ -1,4 +1,4 @@
-"""The AFI data shapes (AFI.md): Entry, Match, SearchQuery, ReadResult, Page, Manifest.
+"""The AFI data shapes (docs/afi.md): Entry, Match, SearchQuery, ReadResult, Page, Manifest.
 
 Vendor fields are spelled ``x-…`` on the wire; in Python they are ``x_…`` attributes with an alias.
 Serialise with :func:`dump` so aliases are used and absent optional fields are left out.
@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "AFI_VERSION",
+    "EOF_HEADER",
+    "MTIME_HEADER",
+    "SIZE_HEADER",
     "ConversationQuery",
     "DeleteResult",
     "Entry",
@@ -34,6 +37,12 @@ __all__ = [
 ]
 
 AFI_VERSION = "0.1"
+
+# The HTTP binding's read answers carry what the raw body cannot: whether the file ended, its whole
+# size and its modification time.
+EOF_HEADER = "X-AFI-EOF"
+SIZE_HEADER = "X-AFI-Size"
+MTIME_HEADER = "X-AFI-Mtime"
 
 EntryType = Literal["file", "directory", "symlink"]
 SearchMode = Literal["exact", "regex", "semantic", "x-conversation"]

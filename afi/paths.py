@@ -1,4 +1,4 @@
-"""AFI paths: absolute, POSIX, one root ``/``, case-sensitive (AFI.md, "Paths").
+"""AFI paths: absolute, POSIX, one root ``/``, case-sensitive (docs/afi.md, "Paths").
 
 ``normalize`` is the one gate every verb passes a path through before any I/O.
 """

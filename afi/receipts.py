@@ -1,4 +1,4 @@
-"""Idempotency receipts for durable writes (seeds/mcp-gateway.md, "Idempotent Durable Tool Calls").
+"""Idempotency receipts for durable writes (docs/afi.md, "Idempotent writes").
 
 A write called with an idempotency key first *claims* a receipt bound to (principal, space, tool,
 key) and a SHA-256 of the canonical arguments, in the store's SQLite file, for 24 hours:

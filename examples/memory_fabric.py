@@ -1,6 +1,6 @@
 """The memory fabric end to end, network-free: ``python examples/memory_fabric.py [--db FILE]``.
 
-Walks through seeds/memory-fabric.md's "Implementation example": notes of each kind, folding (the
+Walks through what docs/memory-fabric.md describes: notes of each kind, folding (the
 same note rewritten in place), supersession (a changed fact retires the old row), the attach gate,
 the context provider, the five governed tools jailed to a notes folder, a file move, and forget.
 Each step prints what happened; nothing calls a model or the network.

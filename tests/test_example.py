@@ -1,4 +1,4 @@
-"""examples/memory_fabric.py runs end to end, and each step shows the behaviour the seed promises."""
+"""examples/memory_fabric.py runs end to end, and each step shows the behaviour docs/memory-fabric.md describes."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from afi.bindings.fuse_handles import SEARCH_USAGE, SearchHandle, WriteHandle, render_matches
+from afi.bindings.fuse.handles import SEARCH_USAGE, SearchHandle, WriteHandle, render_matches
 from afi.errors import InvalidPath, NotFound
 from afi.model import Match, MatchPage
 

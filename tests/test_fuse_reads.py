@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from afi.bindings.fuse import AfiFS
-from afi.bindings.fuse_base import WINDOW
+from afi.bindings.fuse.base import WINDOW
 from afi.providers.memory.provider import MemoryProvider
 
 CHUNK = 128 << 10

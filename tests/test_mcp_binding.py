@@ -16,8 +16,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from test_mcp_support import error_of, run
 
-from afi.bindings.mcp import McpBinding, stdio_info
-from afi.bindings.mcp_tools import ToolOutput, ToolSpec
+from afi.bindings.mcp import McpBinding, ToolOutput, ToolSpec, stdio_info
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 

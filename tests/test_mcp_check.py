@@ -11,8 +11,8 @@ from mcp import Client
 from test_mcp_support import error_of, run
 
 from afi.bindings.mcp import McpBinding, stdio_info
-from afi.bindings.mcp_check import quick_check
-from afi.bindings.mcp_tools import INPUTS
+from afi.bindings.mcp.check import quick_check
+from afi.bindings.mcp.tools import INPUTS
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 

@@ -1,4 +1,4 @@
-"""Flat output schemas (:mod:`afi.bindings.mcp_schema`): the same verdicts as pydantic's, without ``$ref``."""
+"""Flat output schemas (:mod:`afi.bindings.mcp.schema`): the same verdicts as pydantic's, without ``$ref``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from afi.bindings.mcp_schema import flat_schema, model_output_schema
+from afi.bindings.mcp.schema import flat_schema, model_output_schema
 from afi.model import DeleteResult, Entry, Match, MatchContext, MatchPage, Page, dump
 
 ENTRY = Entry(

@@ -20,7 +20,7 @@ from conftest import serve_app_in_thread
 from test_mcp_support import run, sdk
 
 from afi.bindings.http import create_app
-from afi.bindings.mcp_http import McpHttp, mount_mcp
+from afi.bindings.mcp import McpHttp, mount_mcp
 from afi.commands.mcp import mcp_binding
 from afi.providers.memory.keys import KeyStore
 from afi.providers.memory.provider import MemoryProvider

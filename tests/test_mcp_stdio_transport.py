@@ -1,4 +1,4 @@
-"""The event-loop stdio transport of ``afi mcp`` (:mod:`afi.bindings.mcp_stdio`), over real pipes.
+"""The event-loop stdio transport of ``afi mcp`` (:mod:`afi.bindings.mcp.stdio`), over real pipes.
 
 A real MCP server (the binding over a real store) serves two ``os.pipe()`` pairs from a thread;
 the test speaks newline-delimited JSON-RPC to it as an MCP client's transport would.
@@ -25,7 +25,7 @@ from mcp_types import JSONRPCNotification
 from test_mcp_support import afi_mcp_command
 
 from afi.bindings.mcp import McpBinding, stdio_info
-from afi.bindings.mcp_stdio import StdioReader, StdioWriter, stdio_streams
+from afi.bindings.mcp.stdio import StdioReader, StdioWriter, stdio_streams
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 
@@ -216,7 +216,7 @@ CLAIM_SCRIPT = """
 import os, sys, anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
-from afi.bindings.mcp_stdio import StdioReader, stdio_streams
+from afi.bindings.mcp.stdio import StdioReader, stdio_streams
 
 async def main():
     async with stdio_streams() as (reader, writer):

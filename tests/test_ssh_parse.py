@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from test_ssh_support import OPTS, SshServer, ssh_server
 
-from afi.bindings.ssh_grep import bre_to_python, grep_query
-from afi.bindings.ssh_parse import Word, parse_line
+from afi.bindings.ssh.grep import bre_to_python, grep_query
+from afi.bindings.ssh.parse import Word, parse_line
 from afi.errors import InvalidPath
 
 

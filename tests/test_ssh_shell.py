@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_ssh_support import SshServer, ssh_server
 
-from afi.bindings.ssh_fmt import parse_time
+from afi.bindings.ssh.fmt import parse_time
 from afi.errors import InvalidPath, NotFound
 from afi.model import Entry
 from afi.ssh_client import SshClient
@@ -239,8 +239,7 @@ def test_stat_tree_search_agents_and_help(server: SshServer) -> None:
 
 
 def test_a_bug_reports_its_type_but_no_host_detail(tmp_path: Path) -> None:
-    import afi.bindings.ssh  # noqa: F401  (registers the shell's commands)
-    from afi.bindings.ssh_shell import Shell
+    from afi.bindings.ssh.shell import Shell
     from afi.client import LocalClient
     from afi.provider import Caller
     from afi.providers.memory.provider import MemoryProvider

@@ -22,9 +22,7 @@ from .errors import afi_errors
 from .options import DbOption, RootOption, resolve_db, resolve_root
 
 if TYPE_CHECKING:
-    from afi.bindings.mcp import FabricSessions, McpBinding, ToolNames
-    from afi.bindings.mcp_http import McpHttp
-    from afi.bindings.mcp_tools import ToolSpec
+    from afi.bindings.mcp import FabricSessions, McpBinding, McpHttp, ToolNames, ToolSpec
     from afi.provider import Caller
     from afi.providers.memory.provider import MemoryProvider
     from afi.ratelimit import RateLimiter
@@ -54,7 +52,7 @@ class _FabricSessions:
         self._lock = threading.Lock()
 
     def open(self, caller: Caller, session_id: str) -> list[ToolSpec]:
-        from afi.bindings.mcp_tools import ToolOutput, ToolSpec
+        from afi.bindings.mcp import ToolOutput, ToolSpec
         from afi.providers.memory.fabric import create_memory_fabric
         from afi.providers.memory.tools import create_fabric_tools
 
@@ -123,7 +121,7 @@ def mcp_http(
     space: str | None = None,
 ) -> McpHttp:
     """Return the Streamable HTTP endpoint ``afi serve`` mounts at ``/mcp``."""
-    from afi.bindings.mcp_http import McpHttp
+    from afi.bindings.mcp import McpHttp
 
     return McpHttp(
         mcp_binding(provider, db, tool_names=tool_names),
@@ -155,8 +153,7 @@ def mcp(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     import anyio
 
-    from afi.bindings.mcp import stdio_info
-    from afi.bindings.mcp_stdio import stdio_streams
+    from afi.bindings.mcp import stdio_info, stdio_streams
     from afi.provider import Caller
     from afi.providers.memory.provider import MemoryProvider
 

@@ -68,7 +68,7 @@ def mount(
 
     Search through the control file /.afi/search. Unmount with 'fusermount3 -u MOUNTPOINT', Ctrl-C or SIGTERM.
     """
-    from afi.bindings.fuse_mount import MountError, check_mountpoint
+    from afi.bindings.fuse import MountError, check_mountpoint
 
     try:
         where = check_mountpoint(mountpoint)
@@ -111,8 +111,7 @@ def _detach() -> None:
 
 
 def _serve(where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float) -> None:
-    from afi.bindings.fuse import AfiFS
-    from afi.bindings.fuse_mount import serve_mount
+    from afi.bindings.fuse import AfiFS, serve_mount
     from afi.errors import InvalidPath
     from afi.paths import normalize
     from afi.providers.memory.provider import MemoryProvider

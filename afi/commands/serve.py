@@ -24,7 +24,7 @@ from .options import DbOption, RootOption, resolve_db, resolve_root
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from afi.bindings.http_server import ServerConfig
+    from afi.bindings.http import ServerConfig
     from afi.providers.memory.provider import MemoryProvider
 
 __all__ = ["AppSpec", "is_loopback", "register"]
@@ -68,7 +68,7 @@ class AppSpec:
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
         if self.mcp:
-            from afi.bindings.mcp_http import mount_mcp
+            from afi.bindings.mcp import mount_mcp
 
             names: Any = self.tool_names
             http = mcp_http(
@@ -145,7 +145,7 @@ def serve(
             f"refusing to listen on {host}: no API key exists, so anyone who can reach it would own the "
             "memory. Create one first (afi token create --scope afi:write) or bind 127.0.0.1."
         )
-    from afi.bindings.http_server import Limits, ServerConfig, default_max_connections
+    from afi.bindings.http import Limits, ServerConfig, default_max_connections
 
     root_path = resolve_root(root)
     stateless = mcp_stateless if mcp_stateless is not None else workers > 1

@@ -1,4 +1,4 @@
-"""``create_memory_fabric``: typed notes over a Memory (seeds/memory-fabric.md, in Python).
+"""``create_memory_fabric``: typed notes over a Memory (docs/memory-fabric.md).
 
 ``fact``/``procedure``/``file`` notes are rows of the store; ``working`` notes are labeled blocks
 of the working value; ``episode`` notes are views over an observational source and write nothing.
@@ -259,7 +259,8 @@ class MemoryFabric:
 
     def recall(self, query: str, *, kinds: Any = None, as_of: Any = None, top_k: Any = None, budget: Any = None,
                scoring: Any = None) -> RecallResult:  # fmt: skip
-        """Given a query, return ``{hits, explain}`` (see the seed); the query is never echoed."""
+        """Given a query, return ``{hits, explain}`` (docs/memory-fabric.md, "Recall and scoring"); the query
+        is never echoed."""
         return recall(self.memory, query, kinds=kinds, as_of=as_of, top_k=top_k, budget=budget, scoring=scoring)
 
     def get(self, id: str) -> MemoryNote | None:

@@ -1,4 +1,4 @@
-"""The memory provider: the AFI verbs over the tree of a space (DESIGN.md, "The tree a space shows").
+"""The memory provider: the AFI verbs over the tree of a space (docs/design.md, "The tree a space shows").
 
 Notes are the fabric's: writing ``/facts/x.md`` is ``remember(kind="fact", name="x")``, deleting is
 ``forget``. ``/files`` is the jailed workspace of real files, each with a ``file`` note. Every write
@@ -66,7 +66,8 @@ MAX_RESULTS = 1000
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 GREP_CACHE_SIZE = 32
 GREP_CACHE_CANDIDATES = 400_000  # candidates kept across cached queries (~60 MB); the newest list always stays
-# Semantic search ranks by the fused relevance, then lets recency and importance nudge it (the seed's scoring).
+# Semantic search ranks by the fused relevance, then lets recency and importance nudge it
+# (docs/memory-fabric.md, "Recall and scoring").
 SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
 
 

@@ -1,4 +1,4 @@
-"""File notes follow their files (seeds/memory-fabric.md, "Following the file").
+"""File notes follow their files (docs/memory-fabric.md, "Following the file").
 
 A ``file`` note names its document by ``path`` and nothing else, so this is the only place that keeps
 notes honest when a workspace file moves or goes away:

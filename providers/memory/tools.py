@@ -1,5 +1,5 @@
 """The fabric's five governed tools: ``memory.view``, ``memory.read``, ``memory.insert``,
-``memory.recall`` and ``memory.forget`` (seeds/memory-fabric.md, "Tools and the file jail").
+``memory.recall`` and ``memory.forget`` (docs/memory-fabric.md, "Tools and the file jail").
 
 ``create_fabric_tools`` returns inert definitions: nothing is registered and nothing runs until a host
 calls ``run(session, arguments)``, and every call is refused unless the fabric is attached to that

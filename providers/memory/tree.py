@@ -1,4 +1,4 @@
-"""The tree a space shows (DESIGN.md), and where a normalised AFI path lands in it.
+"""The tree a space shows (docs/design.md, "The tree a space shows"), and where a normalised AFI path lands in it.
 
 ```
 /.afi/manifest.json   /facts/<name>.md   /procedures/<name>.md   /files/<path>

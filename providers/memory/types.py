@@ -1,6 +1,6 @@
 """The memory fabric's typed results: notes, recall hits, explain rows, forget results.
 
-Field names are the seed's (seeds/memory-fabric.md) in snake_case. Timestamps are ISO 8601 UTC
+Field names are those of docs/memory-fabric.md, "Note fields". Timestamps are ISO 8601 UTC
 strings with milliseconds (``2026-01-01T00:00:00.000Z``).
 """
 

@@ -17,7 +17,8 @@ from fastapi.responses import JSONResponse
 from afi.errors import Unsupported
 from afi.provider import Provider
 
-from .http import Who, _run
+from ..offload import offload
+from .app import Who
 
 __all__ = ["LEDGER_OPS", "ledger_router"]
 
@@ -33,6 +34,6 @@ def ledger_router(provider: Provider) -> APIRouter:
         write = getattr(provider, "ledger_write", None)
         if not callable(write):
             raise Unsupported("this provider keeps no observational ledger")
-        return JSONResponse(await _run(write, who, op, session, body))
+        return JSONResponse(await offload(write, who, op, session, body))
 
     return router

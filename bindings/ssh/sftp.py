@@ -7,7 +7,6 @@ worker thread. AfiErrors become SFTP statuses through :data:`afi.errors.ERRNO` (
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import posixpath
@@ -19,12 +18,13 @@ from typing import Any, TypeVar
 import asyncssh
 from asyncssh import SFTPAttrs, SFTPName
 
-from afi.errors import ERRNO, AfiError, Internal, NotFound, TooLarge
+from afi.errors import ERRNO, AfiError, NotFound, TooLarge
 from afi.model import Entry
 from afi.paths import normalize
 from afi.provider import Caller, Provider
 
-from .ssh_fmt import mode_string, parse_time
+from ..offload import offload
+from .fmt import mode_string, parse_time
 
 __all__ = ["DEFAULT_MAX_UPLOAD", "AfiSFTPServer"]
 
@@ -90,16 +90,8 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         self.max_upload = max_upload
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-        def call() -> T:
-            try:
-                return fn(*args, **kw)
-            except AfiError:
-                raise
-            except Exception as err:
-                raise Internal(f"the provider failed: {type(err).__name__}") from err
-
         try:
-            return await asyncio.to_thread(call)
+            return await offload(fn, *args, **kw)
         except AfiError as err:
             raise sftp_error(err) from None
 
@@ -175,7 +167,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         handle = _Handle(where, writing=True, create_only=bool(pflags & asyncssh.FXF_EXCL))
         exists = True
         try:
-            await asyncio.to_thread(self.provider.stat, self.caller, where)
+            await offload(self.provider.stat, self.caller, where)
         except NotFound:
             exists = False
         except AfiError as err:

@@ -33,7 +33,7 @@ from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Una
 from afi.provider import SCOPES, Caller
 from afi.ratelimit import RateLimiter
 
-from .mcp import SCOPE_KEY, McpBinding, Mode, RequestInfo
+from .binding import SCOPE_KEY, McpBinding, Mode, RequestInfo
 
 __all__ = ["METADATA_PATH", "McpHttp", "mount_mcp"]
 

@@ -1,10 +1,11 @@
-"""The ``afi.*`` MCP tools: one per AFI verb, each a thin call of that verb (AFI.md, "Bindings", MCP).
+"""The ``afi.*`` MCP tools: one per AFI verb, each a thin call of that verb (docs/afi.md, "MCP").
 
 A :class:`ToolSpec` is transport-free: a name, schemas, honest annotations and a synchronous
 ``call(caller, arguments)`` that returns a :class:`ToolOutput` or raises an AfiError. The binding
 (:mod:`afi.bindings.mcp`) lists them, validates arguments against ``input_schema`` and runs ``call``
-in a worker thread. Argument names are AFI.md's: ``path``, ``limit``, ``cursor``, ``glob``, ``offset``,
-``length``, ``query``, ``from``/``to``... ``afi.read`` answers text as text and other bytes as base64.
+in a worker thread. Argument names are the verbs' (docs/afi.md, "Verbs"): ``path``, ``limit``,
+``cursor``, ``glob``, ``offset``, ``length``, ``query``, ``from``/``to``... ``afi.read`` answers text as
+text and other bytes as base64.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from afi.errors import InvalidPath
 from afi.model import DeleteResult, Entry, MatchPage, Page, ReadResult, SearchRequest, dump
 from afi.provider import Caller, Provider
 
-from .mcp_schema import model_output_schema
+from .schema import model_output_schema
 
 __all__ = ["ToolOutput", "ToolSpec", "afi_tools", "read_output"]
 

@@ -1,4 +1,4 @@
-"""Discovery mode (seeds/mcp-gateway.md): three meta-tools that find, describe and run the real tools.
+"""Discovery mode (docs/afi.md, "Discovery mode"): three meta-tools that find, describe and run the real tools.
 
 A client that must keep its tool list short opens the session at ``/mcp?mode=discovery`` and sees
 only ``search_tools``, ``get_tool_schema`` and ``call_tool``. The first two read the session's own
@@ -14,7 +14,7 @@ from typing import Any
 from afi.errors import Internal, NotFound
 from afi.provider import Caller
 
-from .mcp_tools import ToolOutput, ToolSpec
+from .tools import ToolOutput, ToolSpec
 
 __all__ = ["CALL_TOOL", "discovery_tools"]
 

@@ -16,9 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from afi.errors import AfiError, Internal, InvalidPath
+from afi.errors import AfiError, InvalidPath
 from afi.model import SearchRequest, dump
 from afi.provider import Caller, Provider
+
+from ..offload import stray
 
 __all__ = ["AFI_ERROR", "METHODS", "RpcEndpoint"]
 
@@ -107,7 +109,7 @@ class RpcEndpoint:
         except AfiError as err:
             return self._error(rid, AFI_ERROR, err.message, err.to_dict())
         except Exception as err:  # a provider bug must not kill the session
-            failure = Internal(f"the provider failed: {type(err).__name__}")
+            failure = stray(err)
             return self._error(rid, AFI_ERROR, failure.message, failure.to_dict())
         if "id" not in request:
             return None

@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import json
 
-import anyio.to_thread
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from afi.errors import AfiError, Internal, InvalidPath
+from afi.errors import AfiError, InvalidPath
 from afi.provider import Caller, Provider
+
+from ..offload import offload
 
 __all__ = ["MANIFEST_URI", "list_resources", "list_templates", "read_resource", "resource_path"]
 
@@ -83,15 +84,7 @@ async def read_resource(provider: Provider, caller: Caller, uri: str) -> types.R
             contents=[types.TextResourceContents(uri=uri, mime_type=result.content_type, text=text)]
         )
 
-    def guarded() -> types.ReadResourceResult:
-        try:
-            return read()
-        except AfiError:
-            raise
-        except Exception as err:
-            raise Internal(f"the provider failed: {type(err).__name__}") from err
-
     try:
-        return await anyio.to_thread.run_sync(guarded)
+        return await offload(read)
     except AfiError as err:
         raise _mcp_error(err) from None

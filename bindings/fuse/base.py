@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, ParamSpec, TypeVar
 
+import anyio
 import pyfuse3
 import trio
 
@@ -18,8 +19,9 @@ from afi.model import Entry
 from afi.paths import is_within, join, parent
 from afi.provider import Caller, Provider
 
-from .fuse_handles import DirHandle, ReadHandle, Row, SearchHandle, WriteHandle
-from .fuse_nodes import SEARCH_PATH, Inodes, LocalFile, Node, attributes, entry_of_local
+from ..offload import offload
+from .handles import DirHandle, ReadHandle, Row, SearchHandle, WriteHandle
+from .nodes import SEARCH_PATH, Inodes, LocalFile, Node, attributes, entry_of_local
 
 __all__ = [
     "LOCAL_BYTES",
@@ -158,7 +160,7 @@ class FuseBase(pyfuse3.Operations):
         self.local_idle = local_idle
         self._handles: dict[int, Handle | DirHandle] = {}
         self._next_fh = 1
-        self._limiter = trio.CapacityLimiter(threads)
+        self._limiter = anyio.CapacityLimiter(threads)
         self._listings: dict[str, tuple[Hashable, float, list[Row]]] = {}
         self.max_file = _file_cap(provider)
 
@@ -181,7 +183,7 @@ class FuseBase(pyfuse3.Operations):
     # -- plumbing --------------------------------------------------------------------------
 
     async def _call(self, verb: Callable[..., T], *args: Any, **kw: Any) -> T:
-        return await trio.to_thread.run_sync(functools.partial(verb, self.caller, *args, **kw), limiter=self._limiter)
+        return await offload(verb, self.caller, *args, limiter=self._limiter, **kw)
 
     def _open(self, handle: Handle | DirHandle) -> int:
         fh = self._next_fh
@@ -327,10 +329,13 @@ class FuseBase(pyfuse3.Operations):
     def _invalidate(self, ino: int) -> None:
         """Drop the kernel's attributes and pages of ``ino``: the provider may store it otherwise than written.
 
-        It runs in a thread of its own and nothing waits for it: dropping pages waits for their locks,
-        and a page may be locked by a write(2) that is itself waiting for this file system to answer,
-        so called from a request handler it could deadlock the whole mount.
+        The attributes go at once (no page lock is taken), so the next open sees the stored size (an
+        ``>>`` right after a ``>`` appends at the stored end). The pages go in a thread of its own that
+        nothing waits for: dropping pages waits for their locks, and a page may be locked by a write(2)
+        that is itself waiting for this file system to answer, so from a request handler it could
+        deadlock the whole mount.
         """
+        _invalidate_attributes([ino])
         trio.lowlevel.start_thread_soon(functools.partial(_invalidate_pages, ino), _ignore_outcome)
 
     def _repoint_handles(self, source: str, destination: str) -> None:

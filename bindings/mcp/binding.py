@@ -1,10 +1,10 @@
-"""The MCP binding (AFI.md, "Bindings", MCP): ``afi.*`` tools, the manifest and files as resources.
+"""The MCP binding (docs/afi.md, "MCP"): ``afi.*`` tools, the manifest and files as resources.
 
 :class:`McpBinding` builds one low-level ``mcp`` :class:`~mcp.server.lowlevel.Server` over a provider.
 Every tool call is parse, one call in a worker thread, render: a result carries the structured
 object and its text; an :class:`~afi.errors.AfiError` becomes a tool error whose text is the error
 JSON ``{code, message, path?}``. Which caller asks, in which mode, and in which session comes from
-the transport (:mod:`afi.bindings.mcp_http` for Streamable HTTP, :func:`stdio_info` for stdio).
+the transport (:mod:`afi.bindings.mcp.http` for Streamable HTTP, :func:`stdio_info` for stdio).
 
 - Tool names: dotted (``afi.stat``), underscored (``afi_stat``) or both (the default).
 - A stateful session also gets the fabric's five ``memory.*`` tools, attached to that session only.
@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-import anyio.to_thread
 import jsonschema
 import mcp_types as types
 from mcp.server.connection import Connection
@@ -30,15 +28,16 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from afi.errors import AfiError, Forbidden, Internal, InvalidPath, NotFound, Unsupported
+from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
 from afi.manifest import VERBS
 from afi.provider import Caller, Provider
 from afi.receipts import Claim, ReceiptStore, no_key
 
-from .mcp_check import QuickCheck, quick_check
-from .mcp_discovery import CALL_TOOL, discovery_tools
-from .mcp_resources import list_resources, list_templates, read_resource
-from .mcp_tools import ToolOutput, ToolSpec, afi_tools
+from ..offload import guarded, offload
+from .check import QuickCheck, quick_check
+from .discovery import CALL_TOOL, discovery_tools
+from .resources import list_resources, list_templates, read_resource
+from .tools import ToolOutput, ToolSpec, afi_tools
 
 __all__ = ["IDEMPOTENCY_META", "FabricSessions", "LiveSession", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
 
@@ -293,7 +292,7 @@ class McpBinding:
         live = self._sessions.get(info.session_id) if info.session_id is not None else None
         if self.fabric is None or live is None or live.tools is not None:
             return self.catalogue(info)
-        return await anyio.to_thread.run_sync(self.catalogue, info)
+        return await offload(self.catalogue, info)
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -379,7 +378,7 @@ class McpBinding:
         receipts = self.receipts
         assert receipts is not None
         try:
-            claim: Claim = await anyio.to_thread.run_sync(receipts.claim, info.caller, spec.name, key, arguments)
+            claim: Claim = await offload(receipts.claim, info.caller, spec.name, key, arguments)
         except AfiError as err:
             return error_result(err)
         if claim.action == "replay":
@@ -387,14 +386,14 @@ class McpBinding:
             output = ToolOutput(stored.get("structured", {}), str(stored.get("text", "")))
             return _success(output, claim.describe(status="completed", stored=True))
         try:
-            output = await _in_thread(spec.call, info.caller, arguments)
+            output = await offload(spec.call, info.caller, arguments)
         except AfiError as err:
-            finished, _ = await anyio.to_thread.run_sync(_finish(receipts, claim, None, failed=True))
+            finished, _ = await offload(receipts.finish, claim, result=None, failed=True)
             result = error_result(err)
             result.meta = {"durableExecution": finished.describe(status="failed", stored=False)}
             return result
         record = {"structured": output.structured, "text": output.text}
-        finished, saved = await anyio.to_thread.run_sync(_finish(receipts, claim, record, failed=False))
+        finished, saved = await offload(receipts.finish, claim, result=record, failed=False)
         return _success(output, finished.describe(status="completed", stored=saved))
 
     async def _execute(
@@ -402,9 +401,9 @@ class McpBinding:
     ) -> types.CallToolResult:
         try:
             if self.inline_reads and not spec.writes:
-                output = _guarded(spec.call, caller, arguments)
+                output = guarded(spec.call, caller, arguments)
             else:
-                output = await _in_thread(spec.call, caller, arguments)
+                output = await offload(spec.call, caller, arguments)
         except AfiError as err:
             return error_result(err)
         return _success(output, durable)
@@ -463,24 +462,3 @@ def _success(output: ToolOutput, durable: dict[str, Any] | None) -> types.CallTo
     if durable is not None:
         result.meta = {"durableExecution": durable}
     return result
-
-
-def _finish(
-    receipts: ReceiptStore, claim: Claim, record: dict[str, Any] | None, *, failed: bool
-) -> Callable[[], tuple[Claim, bool]]:
-    return lambda: receipts.finish(claim, result=record, failed=failed)
-
-
-def _guarded(fn: Callable[[Caller, dict[str, Any]], ToolOutput], caller: Caller, args: dict[str, Any]) -> ToolOutput:
-    """Run one synchronous tool; a stray exception becomes ``internal``."""
-    try:
-        return fn(caller, args)
-    except AfiError:
-        raise
-    except Exception as err:
-        raise Internal(f"the tool failed: {type(err).__name__}") from err
-
-
-async def _in_thread(fn: Callable[[Caller, dict[str, Any]], ToolOutput], caller: Caller, args: dict[str, Any]) -> Any:
-    """Run one synchronous tool in a worker thread; a stray exception becomes ``internal``."""
-    return await anyio.to_thread.run_sync(_guarded, fn, caller, args)

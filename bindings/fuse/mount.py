@@ -15,7 +15,7 @@ from pathlib import Path
 import pyfuse3
 import trio
 
-from .fuse import AfiFS
+from .ops import AfiFS
 
 __all__ = ["MountError", "check_mountpoint", "serve_mount"]
 

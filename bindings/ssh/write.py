@@ -7,17 +7,20 @@ the tree as it was and prints ``afi: <path>: <code>: <message>``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from afi.errors import AfiError, InvalidPath, NotFound
 from afi.paths import basename, join
 
-from .ssh_cmds import known_flags, split_flags
-from .ssh_shell import Io, Shell, command, read_operand
+from .base import Io, read_operand
+from .cmds import known_flags, split_flags
+
+if TYPE_CHECKING:
+    from .shell import Shell
 
 __all__: list[str] = []
 
 
-@command("mkdir", "mkdir [-p] PATH...", "make folders under /files", writes=True)
 def mkdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "p", "mkdir")
@@ -31,7 +34,6 @@ def mkdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("rm", "rm [-r] [-f] PATH...", "delete files and folders; deleting a note forgets it", writes=True)
 def rm(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "rRf", "rm")
@@ -52,7 +54,6 @@ def rm(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("rmdir", "rmdir PATH...", "delete empty folders", writes=True)
 def rmdir(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     for operand in args:
         try:
@@ -81,7 +82,6 @@ def _into(shell: Shell, sources: list[str], target: str) -> list[tuple[str, str]
     return pairs
 
 
-@command("mv", "mv [-f] SOURCE... TARGET", "move or rename (within one area)", writes=True)
 def mv(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "fn", "mv")
@@ -95,7 +95,6 @@ def mv(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("cp", "cp SOURCE... TARGET", "copy files (a note copied to a note path is remembered anew)", writes=True)
 def cp(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "f", "cp")
@@ -111,7 +110,6 @@ def cp(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("touch", "touch FILE...", "create empty files that do not exist yet", writes=True)
 def touch(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     for operand in args:
         path = shell.path(operand)
@@ -127,7 +125,6 @@ def touch(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("tee", "tee [-a] FILE", "write the input to FILE and print it", writes=True)
 def tee(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "a", "tee")

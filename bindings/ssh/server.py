@@ -1,4 +1,4 @@
-"""The SSH binding (AFI.md, "Bindings"): a sandboxed shell, SFTP and an ``afi`` JSON-RPC subsystem, on asyncssh.
+"""The SSH binding (docs/afi.md, "SSH"): a sandboxed shell, SFTP and an ``afi`` JSON-RPC subsystem, on asyncssh.
 
 ``ssh host grep -r canary /`` runs one command line of the shell in :mod:`.ssh_shell` (never a
 real shell, never the host filesystem); ``ssh host`` with a terminal is an interactive shell with
@@ -27,10 +27,10 @@ from afi.errors import AfiError, Internal, RateLimited, TooLarge, Unsupported
 from afi.provider import Caller, Provider
 from afi.ratelimit import RateLimiter
 
-from . import ssh_cmds, ssh_grep, ssh_write  # noqa: F401  (they register the shell's commands)
-from .ssh_rpc import RpcEndpoint
-from .ssh_sftp import DEFAULT_MAX_UPLOAD, AfiSFTPServer
-from .ssh_shell import DEFAULT_OUTPUT_CAP, Shell, error_line, no_input
+from .base import error_line, no_input
+from .rpc import RpcEndpoint
+from .sftp import DEFAULT_MAX_UPLOAD, AfiSFTPServer
+from .shell import DEFAULT_OUTPUT_CAP, Shell
 
 __all__ = ["KeyVerifier", "SshLimits", "agents_snippet", "load_host_key", "start_ssh_server"]
 

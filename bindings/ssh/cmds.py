@@ -1,22 +1,25 @@
 """The SSH shell's read commands: ``ls stat cat head tail wc find tree search pwd cd echo help agents``.
 
 Each prints what its GNU namesake prints for the same tree, so scripts written for a normal
-machine work; errors go through :class:`~bindings.ssh_shell.Io` as ``afi: <path>: <code>: <message>``.
+machine work; errors go through :class:`~.base.Io` as ``afi: <path>: <code>: <message>``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afi.errors import AfiError, InvalidPath
 from afi.model import Entry
 from afi.paths import basename, parent
 from afi.regex import compile_glob
 
-from .ssh_fmt import blocks, ls_long, stat_text, wc_line
-from .ssh_shell import COMMANDS, Io, Shell, command, iter_lines, read_operand
+from .base import Io, iter_lines, read_operand
+from .fmt import blocks, ls_long, stat_text, wc_line
+
+if TYPE_CHECKING:
+    from .shell import Shell
 
 __all__ = ["split_flags"]
 
@@ -68,7 +71,6 @@ def _count(value: str, name: str) -> int:
 # -- listing ------------------------------------------------------------------------------------
 
 
-@command("ls", "ls [-l] [-a] [-A] [-d] [-1] [PATH...]", "list folders (ls -la shows GNU's columns)")
 def ls(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "laAd1", "ls")
@@ -109,7 +111,6 @@ def _rows(shell: Shell, rows: list[tuple[str, Entry]], long: bool, *, total: boo
     return head + "".join(line + "\n" for line in ls_long(rows, shell.user, shell.group))
 
 
-@command("stat", "stat [-j] PATH...", "an entry's size, times, type and attributes (-j: the AFI Entry as JSON)")
 def stat(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "j", "stat")
@@ -152,7 +153,6 @@ def _prepend(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-@command("cat", "cat [FILE...]", "print files (no FILE, or '-': the input); 'cat > FILE' writes the input")
 def cat(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     _, operands = split_flags(args)
     for _, chunks in _inputs(shell, operands, io):
@@ -170,7 +170,6 @@ def _head_tail_options(args: list[str], name: str) -> tuple[str, int, bool, list
     return unit, _count(raw.lstrip("+"), name), from_start, operands
 
 
-@command("head", "head [-n N | -c N] [FILE...]", "the first N lines (or bytes) of files or of the input")
 def head(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     unit, count, _, operands = _head_tail_options(args, "head")
     for index, (name, chunks) in enumerate(_inputs(shell, operands, io)):
@@ -196,7 +195,6 @@ def _first(chunks: Iterable[bytes], unit: str, count: int) -> Iterator[bytes]:
             return
 
 
-@command("tail", "tail [-n N | -n +N | -c N] [FILE...]", "the last N lines (or bytes), or from line N on")
 def tail(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     unit, count, from_start, operands = _head_tail_options(args, "tail")
     for index, (name, chunks) in enumerate(_inputs(shell, operands, io)):
@@ -213,7 +211,6 @@ def tail(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
             yield b"".join(lines[-count:] if count else [])
 
 
-@command("wc", "wc [-l] [-w] [-c] [-m] [FILE...]", "count lines, words and bytes, as GNU wc prints them")
 def wc(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args)
     known_flags(flags, "lwcm", "wc")
@@ -261,7 +258,6 @@ def _walk(shell: Shell, entry: Entry, depth: int, max_depth: int | None, io: Io)
         yield from _walk(shell, child, depth + 1, max_depth, io)
 
 
-@command("find", "find [PATH...] [-name GLOB] [-type f|d] [-maxdepth N]", "walk the tree, printing matching paths")
 def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     operands: list[str] = []
     name_glob: str | None = None
@@ -304,7 +300,6 @@ def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
             yield (shown + "\n").encode()
 
 
-@command("tree", "tree [-L N] [PATH]", "draw a folder and everything below it")
 def tree(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args, takes_value="L")
     known_flags(flags, "L", "tree")
@@ -347,7 +342,6 @@ def _draw(
 # -- the rest -----------------------------------------------------------------------------------
 
 
-@command("search", "search [-n N] [-p PATH] [-t MIN] [-x] QUESTION...", "semantic search: notes ranked by score")
 def search(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args, takes_value="npt")
     known_flags(flags, "nptx", "search")
@@ -370,12 +364,10 @@ def search(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
         io.status = 1
 
 
-@command("pwd", "pwd", "print the current folder")
 def pwd(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield (shell.cwd + "\n").encode()
 
 
-@command("cd", "cd [PATH]", "change the current folder (interactive shell)")
 def cd(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     target = shell.path(args[0]) if args else "/"
     entry = shell.client.stat(target)
@@ -385,7 +377,6 @@ def cd(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield b""
 
 
-@command("echo", "echo [-n] TEXT...", "print text ('echo text > FILE' writes it, '>>' appends)")
 def echo(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     newline = True
     if args[:1] == ["-n"]:
@@ -394,16 +385,14 @@ def echo(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield (" ".join(args) + ("\n" if newline else "")).encode("utf-8", "surrogateescape")
 
 
-@command("help", "help", "this list")
 def help_(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
-    width = max(len(spec.usage) for spec in COMMANDS.values())
+    width = max(len(spec.usage) for spec in shell.commands.values())
     lines = ["afi shell: the memory tree over SSH (no real shell; pipes '|', '>', '>>' and ';' work).", ""]
-    for _, spec in sorted(COMMANDS.items()):
+    for _, spec in sorted(shell.commands.items()):
         lines.append(f"  {spec.usage:<{width}}  {spec.summary}")
     lines += ["", "Errors print as 'afi: <path>: <code>: <message>' and exit 2; grep exits 1 when nothing matched."]
     yield ("\n".join(lines) + "\n").encode()
 
 
-@command("agents", "agents", "an AGENTS.md snippet telling an agent how to use this server")
 def agents(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     yield shell.agents_text.encode()

@@ -1,16 +1,17 @@
 """The SSH shell's interpreter: run a parsed line over the AFI verbs of one caller, never a real shell.
 
-A command is a generator: given the shell, its arguments and its input (chunks of bytes), it yields
-its output and reports per-operand errors through :class:`Io`, as the GNU tools do (keep going,
-exit non-zero). Pipelines chain those generators lazily, so ``grep -r x / | head -n 3`` stops
-the search once three lines are out. Everything runs synchronously, in one worker thread per line.
+A command is a generator (:mod:`.base`; the table of them is :mod:`.commands`): given the shell,
+its arguments and its input (chunks of bytes), it yields its output and reports per-operand errors
+through :class:`~.base.Io`, as the GNU tools do (keep going, exit non-zero). Pipelines chain those
+generators lazily, so ``grep -r x / | head -n 3`` stops the search once three lines are out.
+Everything runs synchronously, in one worker thread per line.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from afi.client import AfiClient
 from afi.errors import SSH_EXIT, AfiError, Internal, InvalidPath, TooLarge, Unsupported
@@ -18,67 +19,16 @@ from afi.model import Entry
 from afi.paths import join, normalize
 from afi.regex import compile_glob
 
-from .ssh_parse import Pipeline, Word, parse_line
+from .base import CommandSpec, Io, error_line
+from .commands import COMMANDS
+from .parse import Pipeline, Word, parse_line
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "COMMANDS",
-    "DEFAULT_OUTPUT_CAP",
-    "Io",
-    "LineResult",
-    "Shell",
-    "command",
-    "error_line",
-    "iter_lines",
-    "no_input",
-    "read_operand",
-]
+__all__ = ["DEFAULT_OUTPUT_CAP", "LineResult", "Shell"]
 
 DEFAULT_OUTPUT_CAP = 4 * 1024 * 1024
 DEFAULT_WRITE_CAP = 64 * 1024 * 1024
-CommandFn = Callable[["Shell", list[str], "Io"], Iterator[bytes]]
-
-
-@dataclass(frozen=True)
-class _Spec:
-    fn: CommandFn
-    usage: str
-    summary: str
-    writes: bool = False
-
-
-COMMANDS: dict[str, _Spec] = {}
-
-
-def command(name: str, usage: str, summary: str, *, writes: bool = False) -> Callable[[CommandFn], CommandFn]:
-    """Register the decorated generator as the shell command ``name``."""
-
-    def register(fn: CommandFn) -> CommandFn:
-        COMMANDS[name] = _Spec(fn, usage, summary, writes)
-        return fn
-
-    return register
-
-
-def error_line(err: AfiError) -> str:
-    """Given an AfiError, return the one stderr line every SSH error is: ``afi: <path>: <code>: <message>``."""
-    where = f"{err.path}: " if err.path else ""
-    return f"afi: {where}{err.code}: {err.message}\n"
-
-
-@dataclass
-class Io:
-    """What one command sees: its input, and where its errors and exit status go."""
-
-    stdin: Iterable[bytes]
-    errors: list[str] = field(default_factory=list)
-    status: int = 0
-
-    def fail(self, err: AfiError) -> None:
-        """Record an error for one operand and keep going (the command ends non-zero)."""
-        self.errors.append(error_line(err))
-        self.status = SSH_EXIT.get(err.code, 2)
 
 
 @dataclass
@@ -90,21 +40,6 @@ class LineResult:
     status: int
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Given chunks of bytes, yield lines, each with its ``\\n`` (the last one may lack it)."""
-    rest = b""
-    for chunk in chunks:
-        rest += chunk
-        while True:
-            cut = rest.find(b"\n")
-            if cut < 0:
-                break
-            yield rest[: cut + 1]
-            rest = rest[cut + 1 :]
-    if rest:
-        yield rest
-
-
 class Shell:
     """One session's shell: the client it speaks through, who it is, and where it stands.
 
@@ -114,6 +49,7 @@ class Shell:
         output_cap: the most bytes one command line may print; past it the line fails with too_large.
         write_cap: the most bytes one ``> FILE`` redirection may write.
         agents_text: what ``agents`` prints (where this server is, how to use it).
+        commands: the commands by name (:data:`.commands.COMMANDS` unless given).
     """
 
     def __init__(
@@ -125,6 +61,7 @@ class Shell:
         output_cap: int = DEFAULT_OUTPUT_CAP,
         write_cap: int = DEFAULT_WRITE_CAP,
         agents_text: str = "",
+        commands: Mapping[str, CommandSpec] = COMMANDS,
     ) -> None:
         self.client = client
         self.user = user
@@ -133,6 +70,7 @@ class Shell:
         self.output_cap = output_cap
         self.write_cap = write_cap
         self.agents_text = agents_text
+        self.commands = commands
 
     # -- paths ---------------------------------------------------------------------------------
 
@@ -215,7 +153,7 @@ class Shell:
         sink = produced if pipeline.redirect is not None else out
         try:
             for cmd in pipeline.commands:
-                spec = COMMANDS.get(cmd.name)
+                spec = self.commands.get(cmd.name)
                 if spec is None:
                     raise Unsupported(f"no such command {cmd.name!r} here; type 'help' for the commands")
                 args = [text for word in cmd.words[1:] for text in self.expand(word)]
@@ -254,23 +192,3 @@ class Shell:
                     "narrow it (a smaller path, grep -l, head -n N)"
                 )
             sink.extend(chunk)
-
-
-def no_input() -> Iterator[bytes]:
-    """The input of a command typed at the interactive prompt: there is none to read."""
-    raise InvalidPath(
-        "the interactive shell has no input stream here: use 'echo TEXT > FILE', or 'ssh host cat > FILE'"
-    )
-    yield b""  # pragma: no cover - makes this a generator
-
-
-def read_operand(shell: Shell, path: str, *, chunk: int = 1 << 20) -> Iterator[bytes]:
-    """Given a file path, yield its bytes in chunks (a folder is invalid_path, as reading one is)."""
-    offset = 0
-    while True:
-        result = shell.client.read(path, offset=offset, length=chunk)
-        if result.data:
-            yield result.data
-        offset += len(result.data)
-        if result.eof or not result.data:
-            return

@@ -1,4 +1,4 @@
-"""The HTTP/JSON binding (AFI.md, "Bindings"): parse the request, call one verb in a worker thread, render.
+"""The HTTP/JSON binding (docs/afi.md, "HTTP/JSON"): parse the request, call one verb in a worker thread, render.
 
 Routes answer at the root (the key's own space) and again under ``/spaces/{space}/``, where a key
 bound to another space is refused at the door with 401 ``invalid_token``. Errors are
@@ -8,11 +8,9 @@ bound to another space is refused at the door with 401 ``invalid_token``. Errors
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import anyio.to_thread
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -20,14 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from afi.client import EOF_HEADER, MTIME_HEADER, SIZE_HEADER
 from afi.door import Door, InvalidToken
 from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, Unauthorized
-from afi.model import DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
+from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 from afi.provider import SCOPES, Caller, Provider
 from afi.ratelimit import RateLimiter
 
-from .http_errors import BodyCap, Cors, error_response
+from ..offload import offload
+from .errors import BodyCap, Cors, error_response
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -36,7 +34,6 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 _RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
 _BEYOND = 10**18  # past any file; a longer number is not parsed (int() refuses over 4,300 digits)
 _STATUS_CODE = {status: code for code, status in HTTP_STATUS.items()}
-T = TypeVar("T")
 
 
 _InvalidToken = InvalidToken
@@ -109,20 +106,6 @@ def _unquote(value: str) -> str:
     return value.strip('"')
 
 
-async def _run(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
-    """Run one synchronous provider call in a worker thread; a stray exception becomes ``internal``."""
-
-    def call() -> T:
-        try:
-            return fn(*args, **kw)
-        except AfiError:
-            raise
-        except Exception as err:
-            raise Internal(f"the provider failed: {type(err).__name__}") from err
-
-    return await anyio.to_thread.run_sync(call)
-
-
 def _json(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(dump(model), status_code=status)
 
@@ -141,7 +124,7 @@ def _caller_of(request: Request) -> Caller:
 
 
 async def _current_caller(request: Request) -> Caller:
-    return await _run(_caller_of, request)
+    return await offload(_caller_of, request)
 
 
 Who = Annotated[Caller, Depends(_current_caller)]
@@ -217,7 +200,7 @@ def create_app(
     @router.get("/.afi/manifest.json", summary="The manifest", tags=["discovery"])
     async def manifest(request: Request) -> JSONResponse:
         """The provider's manifest, plus what this binding adds: its limits and where it answers."""
-        data = dump(await _run(provider.manifest))
+        data = dump(await offload(provider.manifest))
         limits = dict(data.get("x-limits") or {})
         limits["max_body_bytes"] = max_body_bytes
         if rate_limit is not None:
@@ -230,13 +213,13 @@ def create_app(
 
     @router.get("/afi/stat", response_model=Entry, summary="stat: one entry", tags=["discovery"])
     async def stat(who: Who, path: PathQ) -> JSONResponse:
-        return _json(await _run(provider.stat, who, path))
+        return _json(await offload(provider.stat, who, path))
 
     @router.get("/afi/list", response_model=Page, summary="list: direct children, sorted", tags=["discovery"])
     async def list_(
         who: Who, path: PathQ, limit: int = 1000, cursor: str | None = None, glob: str | None = None
     ) -> JSONResponse:
-        return _json(await _run(provider.list, who, path, limit=limit, cursor=cursor, glob=glob))
+        return _json(await offload(provider.list, who, path, limit=limit, cursor=cursor, glob=glob))
 
     @router.get(
         "/afi/read",
@@ -255,7 +238,7 @@ def create_app(
     ) -> Response:
         status, content_range = 200, None
         if range_ and _RANGE.match(range_.strip()):
-            size = (await _run(provider.stat, who, path)).size
+            size = (await offload(provider.stat, who, path)).size
             try:
                 asked = _byte_range(range_, size)
             except ValueError as refused:
@@ -264,7 +247,7 @@ def create_app(
             if asked is not None:
                 offset, end = asked
                 length, status, content_range = end - offset + 1, 206, f"bytes {offset}-{end}/{size}"
-        result = await _run(provider.read, who, path, offset=offset, length=length)
+        result = await offload(provider.read, who, path, offset=offset, length=length)
         headers = {"Accept-Ranges": "bytes", EOF_HEADER: "true" if result.eof else "false"}
         headers[SIZE_HEADER] = str(result.size)
         if result.mtime:
@@ -283,7 +266,7 @@ def create_app(
 
     @router.post("/afi/search", response_model=MatchPage, summary="search: exact, regex or semantic", tags=["search"])
     async def search(who: Who, request: Annotated[SearchRequest, Body()]) -> JSONResponse:
-        return _json(await _run(provider.search, who, request))
+        return _json(await offload(provider.search, who, request))
 
     @router.put(
         "/afi/write",
@@ -303,7 +286,7 @@ def create_app(
     ) -> JSONResponse:
         chunks = [chunk async for chunk in request.stream()]
         data = b"".join(chunks)
-        entry = await _run(
+        entry = await offload(
             partial(provider.write, who, path, data),
             offset=offset,
             append=append,
@@ -314,19 +297,19 @@ def create_app(
 
     @router.post("/afi/mkdir", response_model=Entry, summary="mkdir (parents optional)", tags=["write"])
     async def mkdir(who: Who, body: MkdirBody) -> JSONResponse:
-        return _json(await _run(provider.mkdir, who, body.path, parents=body.parents))
+        return _json(await offload(provider.mkdir, who, body.path, parents=body.parents))
 
     @router.delete("/afi/delete", response_model=DeleteResult, summary="delete (forget a note)", tags=["write"])
     async def delete(who: Who, path: PathQ, recursive: bool = False) -> JSONResponse:
-        return _json(await _run(provider.delete, who, path, recursive=recursive))
+        return _json(await offload(provider.delete, who, path, recursive=recursive))
 
     @router.post("/afi/move", response_model=Entry, summary="move / rename", tags=["write"])
     async def move(who: Who, body: MoveBody) -> JSONResponse:
-        return _json(await _run(provider.move, who, body.from_, body.to, overwrite=body.overwrite))
+        return _json(await offload(provider.move, who, body.from_, body.to, overwrite=body.overwrite))
 
     app.include_router(router)
     app.include_router(router, prefix="/spaces/{space}")
-    from .http_ledger import ledger_router  # the module imports this one's door helpers
+    from .ledger import ledger_router  # the module imports this one's door helpers
 
     ledger = ledger_router(provider)
     app.include_router(ledger)

@@ -1,4 +1,4 @@
-"""The FUSE binding (AFI.md, "Bindings"): the AFI tree as a directory, on pyfuse3 and trio.
+"""The FUSE binding (docs/afi.md, "FUSE"): the AFI tree as a directory, on pyfuse3 and trio.
 
 Each kernel request becomes one provider verb run in a worker thread: getattr/lookup → ``stat``,
 readdir → ``list`` (every page), read → ``read``, and at level 3 a written file → one ``write`` when
@@ -7,7 +7,7 @@ through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (p
 Files made through the mount whose names the provider does not store (editors' temp files: sed's
 ``sedXXXXXX``, vim's ``4913``) are kept in memory until renamed onto a path it stores, within a budget
 (``local_bytes``, ``local_files``: ENOSPC past it) and for ``local_idle`` seconds once closed and unused.
-The inode table holds only what the kernel knows (see :mod:`afi.bindings.fuse_nodes`).
+The inode table holds only what the kernel knows (see :mod:`afi.bindings.fuse.nodes`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from afi.model import Entry, dump
 from afi.paths import basename, parent
 from afi.provider import Caller
 
-from .fuse_base import SEARCH_ENTRY, XATTRS, fuse_error, mapped_errors
-from .fuse_files import FileOps
-from .fuse_handles import DirHandle, Row, WriteHandle
-from .fuse_nodes import SEARCH_PATH, Node, attributes, entry_of_local
+from .base import SEARCH_ENTRY, XATTRS, fuse_error, mapped_errors
+from .files import FileOps
+from .handles import DirHandle, Row, WriteHandle
+from .nodes import SEARCH_PATH, Node, attributes, entry_of_local
 
 __all__ = ["XATTRS", "AfiFS"]
 

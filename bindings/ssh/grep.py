@@ -12,14 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afi.errors import AfiError, InvalidPath
 from afi.model import Match
 from afi.regex import compile_regex
 
-from .ssh_cmds import split_flags
-from .ssh_shell import Io, Shell, command, iter_lines, read_operand
+from .base import Io, iter_lines, read_operand
+from .cmds import split_flags
+
+if TYPE_CHECKING:
+    from .shell import Shell
 
 __all__ = ["bre_to_python", "grep_query"]
 
@@ -108,7 +111,6 @@ def _line_test(query: str | dict[str, Any]) -> Callable[[str], bool]:
     return lambda line: regex.find(line) >= 0
 
 
-@command("grep", "grep [-r] [-E|-F] [-i] [-n] [-l] [-c] [-w] [-H|-h] [-q] PATTERN [PATH...]", "search lines")
 def grep(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
     flags, operands = split_flags(args, takes_value="e")
     for letter in flags:

@@ -12,9 +12,9 @@ import pyfuse3
 from afi.errors import AfiError, Conflict, InvalidPath, NotFound
 from afi.model import Entry
 
-from .fuse_base import WHOLE_CHUNK, WINDOW, FuseBase, fuse_error, log, mapped_errors
-from .fuse_handles import Fetch, ReadHandle, SearchHandle, WriteHandle, render_matches
-from .fuse_nodes import SEARCH_PATH, LocalFile, Node, entry_of_local
+from .base import WHOLE_CHUNK, WINDOW, FuseBase, fuse_error, log, mapped_errors
+from .handles import Fetch, ReadHandle, SearchHandle, WriteHandle, render_matches
+from .nodes import SEARCH_PATH, LocalFile, Node, entry_of_local
 
 __all__ = ["FileOps"]
 

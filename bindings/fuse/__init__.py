@@ -1,0 +1,6 @@
+"""The FUSE binding: the filesystem operations (:class:`AfiFS`) and the mount that serves them."""
+
+from .mount import MountError, check_mountpoint, serve_mount
+from .ops import AfiFS
+
+__all__ = ["AfiFS", "MountError", "check_mountpoint", "serve_mount"]
