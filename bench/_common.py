@@ -62,9 +62,10 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     console.print(table)
 
 
-def write_result(name: str, payload: dict[str, Any]) -> Path:
-    """Write a benchmark's figures to ``bench/results/<name>.json`` and return the path."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def write_result(name: str, payload: dict[str, Any], results_dir: Path | None = None) -> Path:
+    """Write a benchmark's figures to ``<results_dir>/<name>.json`` (default ``bench/results``); return the path."""
+    directory = RESULTS_DIR if results_dir is None else results_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path

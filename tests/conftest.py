@@ -125,7 +125,7 @@ def serve_app_in_thread(app: Any, *, lifespan: str = "off") -> Iterator[str]:
 
 
 def _keys(db: Path) -> Any:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     return KeyStore(db)
 

@@ -1,4 +1,4 @@
-"""The search and HTTP read benches, run for real at a tiny size: their JSON has every figure, and sane ones.
+"""The search, HTTP read and load benches, run for real at a tiny size: their JSON has every figure, and sane ones.
 
 Each bench runs as a user runs it (``python -m bench.<name>`` from the repository root) and writes
 its result file into a temporary directory. No timing is asserted: only that the figures exist, are
@@ -23,6 +23,8 @@ SELECTIVE_EVERY, SELECTIVE_AT = 200, 17  # as planted by bench/search.py
 BROAD_EVERY, BROAD_AT = 12, 5
 FILES = 40
 ROUNDS = 2
+LOAD_NOTES = 300
+LOAD_SECONDS = 2
 
 
 def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
@@ -53,6 +55,12 @@ def search_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def http_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return _bench("http_read", tmp_path_factory.mktemp("http"), "--files", str(FILES), "--rounds", str(ROUNDS))
+
+
+@pytest.fixture(scope="module")
+def load_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("load")
+    return _bench("load", out, "--notes", str(LOAD_NOTES), "--seconds", str(LOAD_SECONDS), "--warmup", "0.5")
 
 
 def test_search_result_has_one_size_with_every_case(search_result: dict[str, Any]) -> None:
@@ -123,3 +131,39 @@ def test_http_read_figures_are_consistent(http_result: dict[str, Any]) -> None:
     assert http_result["goal_met"] == (ratio >= http_result["goal_ratio"])
     cpu = http_result["server_cpu_us_per_read"]
     assert set(cpu) == {"afi", "static"} and min(cpu.values()) >= 0 and sum(cpu.values()) > 0
+
+
+def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
+    assert load_result["bench"] == "load"
+    assert load_result["notes"] == LOAD_NOTES and load_result["clients"] == 8 and load_result["writers"] == 1
+    names = sorted(load_result["configs"], key=lambda name: name != "1 process")  # the baseline first
+    if load_result["workers_option_available"]:  # the side by side, when afi serve has --workers
+        assert names == ["1 process", f"--workers {load_result['workers_requested']}"]
+    else:
+        assert names == ["1 process"]
+    for name in names:
+        config = load_result["configs"][name]
+        assert set(config["phases"]) == {"read", "write"}
+        for phase, figures in config["phases"].items():
+            assert figures["errors"] == 0, (name, phase, figures["error_examples"])
+            assert figures["lost_writes"] == 0
+            assert figures["requests"] > 0 and _positive(figures["req_per_s"])
+            assert figures["req_per_s"] == pytest.approx(figures["requests"] / figures["seconds"])
+            latency = figures["latency_ms"]
+            assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
+            assert set(figures["by_kind"]) <= {"read", "stat", "list", "exact", "regex", "semantic", "write",
+                                               "counter-read"}  # fmt: skip
+            assert sum(k["count"] for k in figures["by_kind"].values()) == figures["requests"]
+            assert figures["semantic_p50_ms"] == figures["by_kind"]["semantic"]["p50"]
+            assert set(figures["goals_met"]) == {"req_per_s", "p99_ms", "semantic_p50_ms", "errors", "lost_writes"}
+        write = config["phases"]["write"]
+        assert write["writes_acked"] > 0 and write["by_kind"]["write"]["count"] == write["writes_acked"]
+        before, after = write["counters_before"], write["counters_after"]
+        grown = sum(after[path] - before[path] for path in after)
+        assert grown == write["writes_acked"], "every acknowledged increment is stored, and no other"
+        for moment, resources in config["resources"].items():
+            assert resources["processes"] >= 1 and resources["rss_mb"] > 0 and resources["fds"] > 0, moment
+        assert sum(config["resources"]["during_read"]["connections_by_process"]) == 8
+        assert sum(config["resources"]["during_write"]["connections_by_process"]) == 9
+    if len(names) > 1:
+        assert load_result["configs"][names[1]]["resources"]["idle"]["processes"] > 2  # a supervisor and its workers

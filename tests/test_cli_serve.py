@@ -16,8 +16,8 @@ import httpx
 import pytest
 from conftest import AfiServer, start_afi_serve
 
+from afi.auth.keys import KeyStore
 from afi.commands.serve import is_loopback
-from afi.providers.memory.keys import KeyStore
 
 
 def afi(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

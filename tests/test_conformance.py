@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from conftest import AfiServer, serve_app_in_thread
 
+from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import create_app
-from afi.client import HttpClient, LocalClient
+from afi.clients import HttpClient, LocalClient
 from afi.conformance import Report, run_kit, scenarios
 from afi.errors import NotFound, Unauthorized, Unsupported
 from afi.model import Entry, Manifest, Page, ReadResult, dump
 from afi.paths import normalize
 from afi.provider import Caller
-from afi.ratelimit import RateLimiter
 
 
 @pytest.fixture

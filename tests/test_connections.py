@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from afi.auth.keys import KeyStore
+from afi.auth.receipts import ReceiptStore
+from afi.auth.ssh_keys import SshKeyStore
 from afi.provider import Caller
-from afi.providers.memory.keys import KeyStore
-from afi.providers.memory.ssh_keys import SshKeyStore
-from afi.receipts import ReceiptStore
 from afi.sqlite import Connections
 
 

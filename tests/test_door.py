@@ -8,7 +8,7 @@ import httpx
 import pytest
 from conftest import AfiServer
 
-from afi.door import Door, InvalidToken, is_loopback_host, is_loopback_origin
+from afi.auth.door import Door, InvalidToken, is_loopback_host, is_loopback_origin
 from afi.errors import Forbidden, InvalidPath
 from afi.providers.memory.provider import MemoryProvider
 
@@ -89,7 +89,7 @@ def test_the_keyless_owner_is_served_only_on_loopback(tmp_path: Path) -> None:
 
 
 def test_a_key_is_refused_at_another_space_url(tmp_path: Path) -> None:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     provider = MemoryProvider(tmp_path / "a.db", tmp_path / "files")
     _, token = KeyStore(provider.db).create(space="default", scopes=("afi:read",))

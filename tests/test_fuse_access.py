@@ -18,7 +18,7 @@ pytestmark = needs_fuse
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, dict[str, Path]]]:
     """A store with keys: writer and reader in space default, other in space other; and some data."""
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
     from afi.providers.memory.provider import MemoryProvider
 
     base = tmp_path_factory.mktemp("fuse-access")

@@ -9,7 +9,7 @@ import pytest
 from conftest import AfiServer, start_afi_serve
 from test_fuse_support import Mount, afi_mount, needs_fuse
 
-from afi.client import HttpClient
+from afi.clients import HttpClient
 
 pytestmark = needs_fuse
 

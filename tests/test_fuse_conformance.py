@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from test_fuse_support import Mount, afi_mount, needs_fuse
 
+from afi.clients.fs import CODES, FsClient
 from afi.conformance import Report, run_kit
 from afi.errors import ERRNO
-from afi.fs_client import CODES, FsClient
 from afi.model import Page
 
 pytestmark = needs_fuse
@@ -19,7 +19,7 @@ pytestmark = needs_fuse
 @pytest.fixture(scope="module")
 def mounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mount, Mount]]:
     """Two mounts of one store with keys: a writer in space default, and a writer in space other."""
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     base = tmp_path_factory.mktemp("fuse-kit")
     db, root = base / "afi.db", base / "files"

@@ -22,8 +22,8 @@ import pytest
 import trio
 from test_fuse_support import needs_fuse, unmount
 
+from afi.app.mount import change_token
 from afi.bindings.fuse import AfiFS
-from afi.commands.mount import change_token
 from afi.providers.memory.provider import MemoryProvider
 
 pytestmark = needs_fuse

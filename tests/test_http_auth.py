@@ -12,8 +12,8 @@ import httpx
 import pytest
 from conftest import AfiServer, serve_app_in_thread
 
+from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import create_app
-from afi.ratelimit import RateLimiter
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 import pytest
 from conftest import AfiServer
 
-from afi.client import AfiClient, HttpClient, LocalClient, as_search_request
+from afi.clients import AfiClient, HttpClient, LocalClient, as_search_request
 from afi.errors import Conflict, Forbidden, InvalidPath, NotFound, Unauthorized
 from afi.model import RegexQuery, dump
 
 
 @pytest.fixture
 def pair(afi_server: AfiServer) -> Iterator[tuple[HttpClient, LocalClient]]:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
     from afi.providers.memory.provider import MemoryProvider
 
     keys = KeyStore(afi_server.db)

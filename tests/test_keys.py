@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from afi.auth.keys import LOCAL_OWNER, TOKEN_PREFIX, KeyStore
 from afi.errors import InvalidPath, Unauthorized
-from afi.providers.memory.keys import LOCAL_OWNER, TOKEN_PREFIX, KeyStore
 
 
 @pytest.fixture

@@ -96,7 +96,7 @@ def test_an_inline_read_answers_as_the_threaded_one_does(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("style", ["dotted", "underscore", "both"])
 def test_the_input_schema_lookup_agrees_with_tools_list(tmp_path: Path, style: str) -> None:
-    from afi.commands.mcp import memory_fabric_sessions
+    from afi.app.mcp import memory_fabric_sessions
 
     provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
     binding = McpBinding(

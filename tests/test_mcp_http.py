@@ -13,9 +13,9 @@ from conftest import AfiServer
 from mcp.shared.exceptions import MCPError
 from test_mcp_support import error_of, run, sdk
 
-from afi.client import HttpClient
+from afi.clients import HttpClient
+from afi.clients.mcp import McpClient
 from afi.conformance import run_kit
-from afi.mcp_client import McpClient
 
 AFI_TOOLS = ["manifest", "stat", "list", "read", "search", "write", "mkdir", "delete", "move"]
 MEMORY_TOOLS = ["view", "read", "insert", "recall", "forget"]

@@ -10,10 +10,10 @@ import pytest
 from conftest import AfiServer
 from test_mcp_support import error_of, run, sdk
 
+from afi.auth.receipts import ReceiptStore, canonical_hash
+from afi.clients.mcp import McpClient
 from afi.errors import Conflict, InvalidPath
-from afi.mcp_client import McpClient
 from afi.provider import Caller
-from afi.receipts import ReceiptStore, canonical_hash
 
 ME = Caller("alice", "default")
 
@@ -135,7 +135,7 @@ def test_the_idempotency_key_header_works_too(afi_server: AfiServer) -> None:
 
 
 def test_a_refused_write_leaves_no_receipt_and_a_failed_one_can_be_retried(afi_server: AfiServer) -> None:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     path = f"/files/mcp-idem-f-{secrets.token_hex(3)}.txt"
     key = secrets.token_hex(8)

@@ -19,10 +19,10 @@ import httpx
 from conftest import serve_app_in_thread
 from test_mcp_support import run, sdk
 
+from afi.app.mcp import mcp_binding
+from afi.auth.keys import KeyStore
 from afi.bindings.http import create_app
 from afi.bindings.mcp import McpHttp, mount_mcp
-from afi.commands.mcp import mcp_binding
-from afi.providers.memory.keys import KeyStore
 from afi.providers.memory.provider import MemoryProvider
 
 VERSION = "2025-06-18"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_mcp_support import afi_mcp_command, error_of, run, sdk
 
-from afi.client import LocalClient
+from afi.clients import LocalClient
+from afi.clients.mcp import McpClient
 from afi.conformance import run_kit
-from afi.mcp_client import McpClient
 from afi.provider import Caller
 
 NPM_CACHE = Path(os.environ.get("AFI_NPM_CACHE", Path.home() / ".cache" / "afi-npm"))
@@ -27,7 +27,7 @@ def store(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _keys(db: Path) -> dict[str, str]:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     keys = KeyStore(db)
     try:

@@ -132,7 +132,7 @@ def test_delete_is_forget(provider: MemoryProvider) -> None:
 
 def test_working_blocks(provider: MemoryProvider) -> None:
     provider.write(OWNER, "/working/core.md", b"Prefers terse output")
-    provider.write(OWNER, "/working/core.md", b"\nand tables", append=True)
+    provider.write(OWNER, "/working/core.md", b"and tables", append=True)  # after the text as it reads
     text = provider.read(OWNER, "/working/core.md").data.decode()
     assert text.endswith("Prefers terse output\nand tables\n")
     assert names(provider.list(OWNER, "/working").entries) == ["core.md"]
@@ -337,7 +337,7 @@ def test_top_level_folders_are_fixed(provider: MemoryProvider) -> None:
 
 
 def test_manifest_follows_keys_created_while_serving(provider: MemoryProvider) -> None:
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     assert provider.manifest().auth["required"] is False
     KeyStore(provider.db).create(space="default", scopes=("afi:read",))

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
+from afi.auth.ratelimit import RateLimiter
 from afi.errors import RateLimited
-from afi.ratelimit import RateLimiter
 
 
 class Clock:

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from afi.providers.memory.keys import KeyStore
+from afi.auth.keys import KeyStore
 from tests.test_fuse_support import afi_mount, needs_fuse
 from tests.test_ssh_support import OPTS, add_key, keygen, start_afi
 

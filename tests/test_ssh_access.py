@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_ssh_support import OPTS, SshServer, keygen, ssh_server, start_afi
 
+from afi.auth.ssh_keys import SshKeyStore
+from afi.clients.ssh import SshClient
 from afi.errors import RateLimited
-from afi.providers.memory.ssh_keys import SshKeyStore
-from afi.ssh_client import SshClient
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pytest
 from conftest import AfiServer
 from test_ssh_support import ssh_server
 
-from afi.client import HttpClient
+from afi.clients import HttpClient
+from afi.clients.ssh import SshClient
 from afi.conformance import Report, run_kit
-from afi.ssh_client import SshClient
 
 
 def passed(report: Report) -> set[str]:

@@ -8,12 +8,11 @@ import pytest
 from test_ssh_support import SshServer, keygen, start_afi
 from typer.testing import CliRunner
 
+from afi.auth.authorized_keys import AuthorizedKeys, caller_for, fingerprint, parse_key_line
+from afi.auth.keys import KeyStore
+from afi.auth.ssh_keys import SshKeyStore
 from afi.cli import _register_all, app
 from afi.errors import InvalidPath
-from afi.providers.memory.errors import MemoryValidationError
-from afi.providers.memory.keys import KeyStore
-from afi.providers.memory.ssh_keys import SshKeyStore
-from afi.sshkeys import AuthorizedKeys, caller_for, fingerprint, parse_key_line
 
 
 def _blob(public: Path) -> bytes:
@@ -86,11 +85,11 @@ def test_the_store_adds_verifies_and_revokes(tmp_path: Path) -> None:
     record = store.add(own.read_text(), space="s1", scopes=("afi:write",))
     caller = store.verify(_blob(own))
     assert caller is not None and (caller.principal, caller.space) == (record.id, "s1") and caller.has("afi:write")
-    with pytest.raises(MemoryValidationError, match="already added"):
+    with pytest.raises(InvalidPath, match="already added"):
         store.add(own.read_text())
-    with pytest.raises(MemoryValidationError, match="unknown scope"):
+    with pytest.raises(InvalidPath, match="unknown scope"):
         store.add(attached.read_text(), scopes=("afi:everything",))
-    with pytest.raises(MemoryValidationError, match="no active API key"):
+    with pytest.raises(InvalidPath, match="no active API key"):
         store.add(attached.read_text(), api_key="key_nope")
     api_record, _ = api.create(space="s2", scopes=("afi:read",))
     store.add(attached.read_text(), api_key=api_record.id)

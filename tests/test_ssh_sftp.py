@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_ssh_support import SshServer, ssh_server
 
+from afi.clients.ssh import SshClient
 from afi.errors import NotFound
-from afi.ssh_client import SshClient
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import pytest
 from test_ssh_support import SshServer, ssh_server
 
 from afi.bindings.ssh.fmt import parse_time
+from afi.clients.ssh import SshClient
 from afi.errors import InvalidPath, NotFound
 from afi.model import Entry
-from afi.ssh_client import SshClient
 
 GNU_ENV = dict(os.environ, LC_ALL="C", TZ="UTC")
 
@@ -240,7 +240,7 @@ def test_stat_tree_search_agents_and_help(server: SshServer) -> None:
 
 def test_a_bug_reports_its_type_but_no_host_detail(tmp_path: Path) -> None:
     from afi.bindings.ssh.shell import Shell
-    from afi.client import LocalClient
+    from afi.clients import LocalClient
     from afi.provider import Caller
     from afi.providers.memory.provider import MemoryProvider
 

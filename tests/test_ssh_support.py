@@ -131,7 +131,7 @@ def add_key(
     api_key: str | None = None,
 ) -> str:
     """Register a public key in the store (as ``afi token ssh add`` does); return its id."""
-    from afi.providers.memory.ssh_keys import SshKeyStore
+    from afi.auth.ssh_keys import SshKeyStore
 
     record = SshKeyStore(db).add(public.read_text(), space=space, scopes=scopes, api_key=api_key)
     return str(record.id)
@@ -140,7 +140,7 @@ def add_key(
 @contextmanager
 def ssh_server(base: Path, *extra: str, keys: bool = True) -> Iterator[SshServer]:
     """A real ``afi ssh --port 0`` over a fresh store, with writer, reader and other-space keys."""
-    from afi.providers.memory.keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     db, root = base / "afi.db", base / "files"
     made: dict[str, Path] = {}

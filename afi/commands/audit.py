@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from ..auth.audit import AUDIT_SCHEMA, AuditLog
+from ..sqlite import Connections
 from .errors import stderr
 from .options import DbOption, resolve_db
-
-if TYPE_CHECKING:
-    from afi.providers.memory.audit import AuditLog
 
 __all__ = ["register"]
 
@@ -22,9 +21,6 @@ stdout = Console(highlight=False)
 
 def _log(db: DbOption) -> AuditLog:
     """The audit log of the store, opened without the rest of the provider."""
-    from afi.providers.memory.audit import AUDIT_SCHEMA, AuditLog
-    from afi.sqlite import Connections
-
     return AuditLog(Connections(resolve_db(db), schema=AUDIT_SCHEMA))
 
 

@@ -9,6 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ..clients import HttpClient
+from ..conformance import run_kit
+
 __all__ = ["register"]
 
 stdout = Console(highlight=False)
@@ -27,9 +30,6 @@ def conformance(
     ] = None,
 ) -> None:
     """Run the AFI conformance kit against URL; exit 1 when any scenario fails."""
-    from afi.client import HttpClient
-    from afi.conformance import run_kit
-
     client = HttpClient(url, token)
     other = HttpClient(url, other_token) if other_token else None
     anonymous = HttpClient(url)

@@ -16,11 +16,12 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from ..errors import InvalidPath
 from .errors import afi_errors
 from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
 
 if TYPE_CHECKING:
-    from afi.providers.memory.types import MemoryNote, RecallResult
+    from afi.app.local import MemoryNote, RecallResult
 
 __all__ = ["register"]
 
@@ -34,17 +35,16 @@ QueryArg = Annotated[str, typer.Argument(help="What to look for")]
 
 
 def _fabric(db: Any, space: str) -> Any:
-    from afi.providers.memory import create_memory_fabric, space_memory
+    from afi.app.local import open_fabric
 
-    return create_memory_fabric(space_memory(resolve_db(db), space))
+    return open_fabric(resolve_db(db), space)
 
 
 def _owner(db: Any, root: Any, space: str) -> tuple[Any, Any]:
     """The provider over the store, and the local owner of ``space`` (who runs the CLI on this machine)."""
-    from afi.provider import Caller
-    from afi.providers.memory.provider import MemoryProvider
+    from afi.app.local import local_owner, open_provider
 
-    return MemoryProvider(resolve_db(db), resolve_root(root)), Caller(principal="local", space=space)
+    return open_provider(resolve_db(db), resolve_root(root)), local_owner(space)
 
 
 def remember(
@@ -120,9 +120,7 @@ def forget(
     """Forget one note (--id) or clear one working block (--block); --hold keeps a note under legal hold."""
     with afi_errors():
         if (id is None) == (block is None):
-            from afi.providers.memory import MemoryValidationError
-
-            raise MemoryValidationError("forget needs exactly one of --id or --block")
+            raise InvalidPath("forget needs exactly one of --id or --block")
         provider, owner = _owner(db, root, space)
         result = provider.forget(owner, id=id, block=block, hold=hold)
         for key, value in result.model_dump(exclude_none=True).items():

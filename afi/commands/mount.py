@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,32 +13,7 @@ import typer
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
 
-__all__ = ["change_token", "register"]
-
-MOUNTED = "afi: mounted "
-_DETACHED = "AFI_MOUNT_DETACHED"
-
-
-def change_token(db: Path) -> Callable[[], Hashable]:
-    """Given the SQLite store, return a function whose value changes whenever anything writes to it.
-
-    Every write through any binding commits to the store (the WAL, or the file itself), so its size
-    and modification time are a cheap way for the mount to know its cached entries are still good.
-    """
-    files = (db, db.with_name(db.name + "-wal"))
-
-    def token() -> Hashable:
-        out = []
-        for path in files:
-            try:
-                info = os.stat(path)
-            except FileNotFoundError:
-                out.append((0, 0))
-                continue
-            out.append((info.st_mtime_ns, info.st_size))
-        return tuple(out)
-
-    return token
+__all__ = ["register"]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -68,7 +42,7 @@ def mount(
 
     Search through the control file /.afi/search. Unmount with 'fusermount3 -u MOUNTPOINT', Ctrl-C or SIGTERM.
     """
-    from afi.bindings.fuse import MountError, check_mountpoint
+    from afi.app.mount import MountError, check_mountpoint
 
     try:
         where = check_mountpoint(mountpoint)
@@ -95,8 +69,10 @@ def _read_token(token: Path | None) -> str | None:
 
 def _detach() -> None:
     """Run this same command in the foreground of a new session; return once it has mounted."""
+    from afi.app.mount import DETACHED_ENV, MOUNTED
+
     argv = [sys.executable, "-c", "from afi.cli import main; main()", *sys.argv[1:], "--foreground"]
-    env = {**os.environ, _DETACHED: "1"}
+    env = {**os.environ, DETACHED_ENV: "1"}
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
     )
@@ -111,39 +87,11 @@ def _detach() -> None:
 
 
 def _serve(where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float) -> None:
-    from afi.bindings.fuse import AfiFS, serve_mount
-    from afi.errors import InvalidPath
-    from afi.paths import normalize
-    from afi.providers.memory.provider import MemoryProvider
+    from afi.app.mount import prepare_mount
 
     with afi_errors():
-        subtree = normalize(subtree)
-        info = {"mountpoint": str(where), "subtree": subtree, "read_only": ro, "pid": os.getpid()}
-        provider = MemoryProvider(db, root, manifest_extra={"x-fuse": info})
-        caller = provider.authenticate(secret)
-        if provider.stat(caller, subtree).type != "directory":
-            raise InvalidPath("--subtree must name a folder", path=subtree)
-    fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))
-
-    def announce() -> None:
-        mode = ", read-only" if ro else ""
-        typer.echo(
-            f"{MOUNTED}{subtree} at {where} as {caller.principal} in space {caller.space}{mode} "
-            f"(db {db}); unmount with: fusermount3 -u {where}"
-        )
-        sys.stdout.flush()
-        if os.environ.get(_DETACHED):
-            _quiet()
-
-    serve_mount(fs, where, on_mounted=announce)
-
-
-def _quiet() -> None:
-    """A detached mount's parent has gone: send later output nowhere rather than into a closed pipe."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
+        prepared = prepare_mount(where, db, root, secret, ro=ro, subtree=subtree, timeout=timeout)
+    prepared.run()
 
 
 def register(app: Any) -> None:

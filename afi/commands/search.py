@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import InvalidPath
 from .errors import afi_errors
 from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
 
@@ -33,13 +34,11 @@ def search(
 ) -> None:
     """Search the space: exact text (default), --regex, --semantic, or --conversation SESSION."""
     with afi_errors():
+        from afi.app.local import local_owner, open_provider
         from afi.model import ConversationQuery, RegexQuery, SearchRequest, SemanticQuery, dump
-        from afi.provider import Caller
-        from afi.providers.memory import MemoryValidationError
-        from afi.providers.memory.provider import MemoryProvider
 
         if sum((regex, semantic, conversation is not None)) > 1:
-            raise MemoryValidationError("choose one of --regex, --semantic, --conversation")
+            raise InvalidPath("choose one of --regex, --semantic, --conversation")
         q: Any = query
         if regex:
             q = RegexQuery(regex=query)
@@ -47,8 +46,8 @@ def search(
             q = SemanticQuery(semantic=query)
         elif conversation is not None:
             q = ConversationQuery(conversation=query, session=conversation)
-        provider = MemoryProvider(resolve_db(db), resolve_root(root))
-        page = provider.search(Caller(principal="local", space=space), SearchRequest(query=q, path=path, limit=limit))
+        provider = open_provider(resolve_db(db), resolve_root(root))
+        page = provider.search(local_owner(space), SearchRequest(query=q, path=path, limit=limit))
         if as_json:
             typer.echo(json.dumps(dump(page), indent=2))
             return

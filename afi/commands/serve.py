@@ -1,36 +1,24 @@
 """``afi serve``: the HTTP/JSON binding (and MCP at /mcp) on uvicorn, over the embedded store.
 
-One process by default; ``--workers N`` runs N processes that share one listening socket (uvicorn's
-supervisor binds it in the parent and spawns the workers), each with its own provider on the same
-store. The parent announces the address once: ``afi: listening on http://…``.
+This module parses and checks the options; :mod:`afi.app.serve` assembles and runs the server (one
+process, or ``--workers N`` processes sharing one socket, announced once: ``afi: listening on
+http://…``), and :mod:`afi.app.ssh` runs SSH beside it.
 """
 
 from __future__ import annotations
 
-import socket
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
 
-from ..door import is_loopback_host
+from ..auth.door import is_loopback_host
+from ..auth.keys import KeyStore
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
+from .ssh import refusals
 
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from afi.bindings.http import ServerConfig
-    from afi.providers.memory.provider import MemoryProvider
-
-__all__ = ["AppSpec", "is_loopback", "register"]
-
-stdout = Console(highlight=False)
-
+__all__ = ["is_loopback", "register"]
 
 is_loopback = is_loopback_host
 
@@ -39,52 +27,6 @@ WORKERS_HELP = (
     "stateless (a session would live in one worker's memory), --rate counts per worker, and --ssh is refused"
 )
 MAX_CONNECTIONS_HELP = "Open connections per process; more are answered 503 (default: the descriptor limit - 256)"
-
-
-@dataclass(frozen=True)
-class AppSpec:
-    """What ``afi serve`` serves; calling it builds the ASGI app (uvicorn's factory, once in each worker)."""
-
-    db: Path
-    root: Path
-    space: str | None = None
-    rate: float = 0.0
-    burst: int = 100
-    mcp: bool = True
-    mcp_stateless: bool = False
-    tool_names: str = "both"
-
-    def build(self) -> tuple[FastAPI, MemoryProvider]:
-        """Open the provider over the store and return the app serving it, with the provider."""
-        from afi.bindings.http import create_app
-        from afi.providers.memory.keys import KeyStore
-        from afi.providers.memory.provider import MemoryProvider
-        from afi.ratelimit import RateLimiter
-
-        from .mcp import mcp_http
-
-        provider = MemoryProvider(self.db, self.root, keys=KeyStore(self.db))
-        limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
-        spaces = {self.space} if self.space else None
-        app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
-        if self.mcp:
-            from afi.bindings.mcp import mount_mcp
-
-            names: Any = self.tool_names
-            http = mcp_http(
-                provider, self.db, tool_names=names, stateless=self.mcp_stateless, rate_limit=limiter, space=self.space
-            )
-            mount_mcp(app, http)
-        return app, provider
-
-    def __call__(self) -> FastAPI:
-        from uvicorn.config import STARTUP_FAILURE
-
-        try:
-            return self.build()[0]
-        except Exception as err:  # a worker that cannot start stops the supervisor, not a restart loop
-            print(f"afi: a worker could not start: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
-            sys.exit(STARTUP_FAILURE)
 
 
 def serve(
@@ -128,8 +70,6 @@ def serve(
 ) -> None:
     """Serve the memory over HTTP/JSON (routes /afi/…, manifest at /.afi/manifest.json, docs at /docs) and MCP
     (Streamable HTTP at /mcp)."""
-    from afi.providers.memory.keys import KeyStore
-
     if tool_names not in ("dotted", "underscore", "both"):
         raise typer.BadParameter("use dotted, underscore or both", param_hint="--tool-names")
     if workers > 1 and ssh:
@@ -145,28 +85,26 @@ def serve(
             f"refusing to listen on {host}: no API key exists, so anyone who can reach it would own the "
             "memory. Create one first (afi token create --scope afi:write) or bind 127.0.0.1."
         )
-    from afi.bindings.http import Limits, ServerConfig, default_max_connections
+    from afi.app.serve import AppSpec, Listen, open_server, prebuild, serve_workers
 
     root_path = resolve_root(root)
     stateless = mcp_stateless if mcp_stateless is not None else workers > 1
     spec = AppSpec(db_path, root_path, space, rate, burst, mcp, stateless, tool_names)
-    limits = Limits(header_timeout, body_timeout, max_connections or default_max_connections())
-    options: dict[str, Any] = {"host": host, "port": port, "log_level": "warning", "lifespan": "on"}
+    listen = Listen(host, port, header_timeout, body_timeout, max_connections)
     if workers > 1:
-        # Built once here first, so a store that cannot open fails before any worker starts and its tables
-        # exist before the workers race to create them; in a thread, whose SQLite connections end with it.
-        with afi_errors(), ThreadPoolExecutor(1) as once:
-            once.submit(spec.build).result()
-        _serve_workers(ServerConfig(spec, limits=limits, workers=workers, factory=True, **options), spec)
+        with afi_errors():
+            prebuild(spec)
+        code = serve_workers(spec, listen, workers)
+        if code:
+            raise typer.Exit(code)
         return
     with afi_errors():
-        app, provider = spec.build()
-    server = _AnnouncingServer(ServerConfig(app, limits=limits, **options), spec)
+        server, provider = open_server(spec, listen)
     if ssh:
-        from .ssh import SshOptions, run_beside
+        from afi.app.ssh import SshOptions, run_beside
 
-        with afi_errors():
-            run_beside(server.server, provider, db_path, SshOptions(host, ssh_port, authorized_keys, host_key))
+        with afi_errors(), refusals():
+            run_beside(server, provider, db_path, SshOptions(host, ssh_port, authorized_keys, host_key))
         return
     server.run()
 
@@ -174,46 +112,6 @@ def serve(
 def _refuse(message: str) -> NoReturn:
     stderr.print(f"afi: {message}", markup=False)
     raise typer.Exit(2)
-
-
-def _announce(name: tuple[Any, ...], spec: AppSpec) -> None:
-    host, port = name[0], name[1]
-    shown = f"[{host}]" if ":" in host else host
-    stdout.print(f"afi: listening on http://{shown}:{port} (db {spec.db}, root {spec.root})", markup=False)
-    stdout.file.flush()
-
-
-def _serve_workers(config: ServerConfig, spec: AppSpec) -> None:
-    """Bind and listen in this process, announce, then run uvicorn's supervisor of ``config.workers`` workers."""
-    from uvicorn.config import STARTUP_FAILURE
-    from uvicorn.supervisors import Multiprocess
-
-    sock = config.bind_socket()
-    sock.listen(config.backlog)  # connections wait in the backlog until a worker takes them
-    _announce(sock.getsockname(), spec)
-    supervisor = Multiprocess(config, sockets=[sock])
-    supervisor.run()
-    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
-        raise typer.Exit(1)
-
-
-class _AnnouncingServer:
-    """A uvicorn server that prints where it really listens (port 0 picks one) once it is up."""
-
-    def __init__(self, config: Any, spec: AppSpec) -> None:
-        import uvicorn
-
-        class Server(uvicorn.Server):
-            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-                await super().startup(sockets)
-                for listener in getattr(self, "servers", []):
-                    for sock in listener.sockets:
-                        _announce(sock.getsockname(), spec)
-
-        self.server = Server(config)
-
-    def run(self) -> None:
-        self.server.run()
 
 
 def register(app: typer.Typer) -> None:

@@ -28,11 +28,10 @@ Stamp = Annotated[str | None, typer.Option("--timestamp", help="ISO time of the 
 
 
 def _run(db: Any, root: Any, space: str, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
-    from afi.provider import Caller
-    from afi.providers.memory.provider import MemoryProvider
+    from afi.app.local import local_owner, open_provider
 
-    provider = MemoryProvider(resolve_db(db), resolve_root(root))
-    result: dict[str, Any] = provider.ledger_write(Caller(principal="local", space=space), op, session, body)
+    provider = open_provider(resolve_db(db), resolve_root(root))
+    result: dict[str, Any] = provider.ledger_write(local_owner(space), op, session, body)
     return result
 
 
@@ -125,23 +124,18 @@ def bind(session: SessionArg, reflection_id: Annotated[str, typer.Argument(help=
 def show(session: SessionArg, space: SpaceOption = "default", db: DbOption = None) -> None:
     """Print the session's transcript (the text of /sessions/<session>.md)."""
     with afi_errors():
-        from afi.providers.memory import MemoryNotFoundError
-        from afi.providers.memory.conversation import render_transcript
-        from afi.providers.memory.ledger import create_ledger
+        from afi.app.local import session_transcript
 
-        found = create_ledger(resolve_db(db), space=space).find_session(session)
-        if found is None:
-            raise MemoryNotFoundError(f"no such session: {session}", path=f"/sessions/{session}.md")
-        typer.echo(render_transcript(found), nl=False)
+        typer.echo(session_transcript(resolve_db(db), space, session), nl=False)
 
 
 @session_app.command("list")
 def list_(space: SpaceOption = "default", db: DbOption = None) -> None:
     """Print the space's session ids, one per line."""
     with afi_errors():
-        from afi.providers.memory.ledger import create_ledger
+        from afi.app.local import session_ids
 
-        for sid in create_ledger(resolve_db(db), space=space).sessions():
+        for sid in session_ids(resolve_db(db), space):
             typer.echo(sid)
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from ..auth.keys import KeyStore
+from ..auth.ssh_keys import SshKeyStore
 from .errors import afi_errors, stderr
 from .options import DbOption, resolve_db
 
@@ -27,8 +31,6 @@ def create(
     db: DbOption = None,
 ) -> None:
     """Create a key and print its token once (only its SHA-256 is stored)."""
-    from afi.providers.memory.keys import KeyStore
-
     with afi_errors():
         record, token = KeyStore(resolve_db(db)).create(space=space, scopes=tuple(scope or ["afi:read"]), name=name)
     stderr.print(
@@ -42,8 +44,6 @@ def create(
 @token_app.command("list")
 def list_keys(db: DbOption = None) -> None:
     """List keys (never their tokens)."""
-    from afi.providers.memory.keys import KeyStore
-
     table = Table(Column("id", no_wrap=True), "name", "space", "scopes", "created", "revoked")
     for record in KeyStore(resolve_db(db)).list():
         table.add_row(
@@ -60,8 +60,6 @@ def list_keys(db: DbOption = None) -> None:
 @token_app.command("revoke")
 def revoke(key_id: Annotated[str, typer.Argument(help="The key id (see afi token list)")], db: DbOption = None) -> None:
     """Revoke a key; its token stops working at once."""
-    from afi.providers.memory.keys import KeyStore
-
     if not KeyStore(resolve_db(db)).revoke(key_id):
         stderr.print(f"afi: {key_id}: not_found: no active key has this id", markup=False)
         raise typer.Exit(2)
@@ -86,11 +84,6 @@ def ssh_add(
     db: DbOption = None,
 ) -> None:
     """Let an SSH public key log in, as its own principal or as an existing API key."""
-    import sys
-    from pathlib import Path
-
-    from afi.providers.memory.ssh_keys import SshKeyStore
-
     line = sys.stdin.read() if public_key == "-" else Path(public_key).expanduser().read_text(encoding="utf-8")
     with afi_errors():
         record = SshKeyStore(resolve_db(db)).add(
@@ -103,8 +96,6 @@ def ssh_add(
 @ssh_app.command("list")
 def ssh_list(db: DbOption = None) -> None:
     """List SSH keys: id, fingerprint, the principal each acts as."""
-    from afi.providers.memory.ssh_keys import SshKeyStore
-
     table = Table(Column("id", no_wrap=True), "fingerprint", "principal", "space", "scopes", "name", "revoked")
     for r in SshKeyStore(resolve_db(db)).list():
         table.add_row(r.id, r.fingerprint, r.principal, r.space, " ".join(r.scopes), r.name or "", r.revoked_at or "")
@@ -116,8 +107,6 @@ def ssh_revoke(
     key_id: Annotated[str, typer.Argument(help="The SSH key id (see afi token ssh list)")], db: DbOption = None
 ) -> None:
     """Revoke an SSH key; it cannot log in any more."""
-    from afi.providers.memory.ssh_keys import SshKeyStore
-
     if not SshKeyStore(resolve_db(db)).revoke(key_id):
         stderr.print(f"afi: {key_id}: not_found: no active SSH key has this id", markup=False)
         raise typer.Exit(2)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client import AfiClient
+from ..clients.base import AfiClient
 from ..errors import AfiError
 from ..model import Manifest
 

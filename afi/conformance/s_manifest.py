@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..client import AfiClient
+from ..clients.base import AfiClient
 from ..errors import Internal
 from ..manifest import VERBS, manifest_problems, validate_manifest
 from ..model import dump

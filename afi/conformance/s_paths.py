@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..client import AfiClient
+from ..clients.base import AfiClient
 from ._base import Context, check, expect_error, scenario
 
 _RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")

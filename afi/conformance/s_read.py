@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..client import AfiClient
+from ..clients.base import AfiClient
 from ._base import Context, check, expect_error, scenario
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..client import AfiClient
+from ..clients.base import AfiClient
 from ..model import Match
 from ._base import Context, Skip, check, expect_error, scenario
 

@@ -47,6 +47,8 @@ class FileOps(FuseBase):
         handle = WriteHandle(node.ino, node.path, local=node.path in self.locals)
         if flags & os.O_TRUNC:
             handle.buffer, handle.dirty = bytearray(), True
+        else:
+            handle.appending = bool(flags & os.O_APPEND) and not handle.local
         node.page_etag = None
         return self._open(handle)
 
@@ -129,6 +131,8 @@ class FileOps(FuseBase):
             raise fuse_error(errno.EFBIG)
         await self._load(handle)
         assert handle.buffer is not None
+        if handle.appending:
+            off = len(handle.buffer)  # O_APPEND: the end of what is stored, whatever size the kernel cached
         if handle.local:
             if off + len(buf) > len(handle.buffer):
                 self._make_room(handle.path, off + len(buf))
@@ -177,6 +181,7 @@ class FileOps(FuseBase):
             return
         data, handle.base_etag = await self._whole_version(handle.path)
         handle.buffer = bytearray(data)
+        handle.appended_from = len(data) if handle.appending else None
 
     async def _commit(self, handle: WriteHandle) -> None:
         """Hand the buffered content to the provider as one ``write``; keep a refused new name in memory.
@@ -189,7 +194,13 @@ class FileOps(FuseBase):
         path = handle.path
         self._changed()
         try:
-            entry = await self._call(self.provider.write, path, data, if_match=handle.base_etag)
+            if handle.appending and handle.appended_from is not None:
+                # An append is stored as one (atomic) provider append of the new bytes: appends through
+                # every door land, none is refused because another landed first.
+                entry = await self._call(self.provider.write, path, data[handle.appended_from :], append=True)
+                handle.buffer = handle.appended_from = None  # the next write appends to what is stored then
+            else:
+                entry = await self._call(self.provider.write, path, data, if_match=handle.base_etag)
         except Conflict:
             if handle.base_etag is None:
                 raise

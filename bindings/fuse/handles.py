@@ -79,6 +79,8 @@ class WriteHandle:
     dirty: bool = False
     local: bool = False  # made through the mount and not (yet) stored by the provider
     base_etag: str | None = None  # the stored version the buffer was loaded from: the commit's if_match
+    appending: bool = False  # opened O_APPEND: every write goes to the end, stored as a provider append
+    appended_from: int | None = None  # where the appended bytes start in the buffer (once loaded)
 
     def put(self, offset: int, data: bytes) -> None:
         assert self.buffer is not None
@@ -90,6 +92,7 @@ class WriteHandle:
 
     def truncate(self, size: int) -> None:
         assert self.buffer is not None
+        self.appending = False  # no longer an append: the whole content is stored over its base
         if size < len(self.buffer):
             del self.buffer[size:]
         else:

@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from afi.door import Door, InvalidToken
+from afi.auth.door import Door, InvalidToken
+from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, Unauthorized
 from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 from afi.provider import SCOPES, Caller, Provider
-from afi.ratelimit import RateLimiter
 
 from ..offload import offload
 from .errors import BodyCap, Cors, error_response

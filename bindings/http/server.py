@@ -23,8 +23,10 @@ with what is missing:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -84,6 +86,7 @@ class LimitedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        _no_delay(transport)
         if len(self.connections) > self.limits.max_connections:
             busy = RateLimited("the server holds as many connections as it may; try again shortly", retry_after=1)
             self._answer(503, busy)
@@ -154,3 +157,13 @@ class LimitedH11Protocol(H11Protocol):
         except h11.LocalProtocolError:
             pass  # a response is already under way: closing is all that is left
         self.transport.close()
+
+
+def _no_delay(transport: asyncio.Transport) -> None:
+    """Send small responses at once. asyncio sets TCP_NODELAY only on sockets it made itself with
+    IPPROTO_TCP; a listening socket made elsewhere (uvicorn's ``bind_socket`` for ``--workers``) has
+    protocol 0, and each response then waited ~40 ms for the client's delayed ACK."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

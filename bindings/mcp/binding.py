@@ -11,7 +11,7 @@ the transport (:mod:`afi.bindings.mcp.http` for Streamable HTTP, :func:`stdio_in
   The binding keeps a :class:`LiveSession` per session exactly as long as the SDK's session (see
   :meth:`McpBinding.live_session`).
 - Discovery mode answers three meta-tools instead (``search_tools``, ``get_tool_schema``, ``call_tool``).
-- Write tools called with an idempotency key replay their stored result (:mod:`afi.receipts`).
+- Write tools called with an idempotency key replay their stored result (:mod:`afi.auth.receipts`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from afi.auth.receipts import Claim, ReceiptStore, no_key
 from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
 from afi.manifest import VERBS
 from afi.provider import Caller, Provider
-from afi.receipts import Claim, ReceiptStore, no_key
 
 from ..offload import guarded, offload
 from .check import QuickCheck, quick_check

@@ -28,10 +28,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from afi.door import Door, InvalidToken, is_loopback_origin
+from afi.auth.door import Door, InvalidToken, is_loopback_origin
+from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
 from afi.provider import SCOPES, Caller
-from afi.ratelimit import RateLimiter
 
 from .binding import SCOPE_KEY, McpBinding, Mode, RequestInfo
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import asyncssh
 
-from afi.client import LocalClient
+from afi.auth.ratelimit import RateLimiter
 from afi.errors import AfiError, Internal, RateLimited, TooLarge, Unsupported
 from afi.provider import Caller, Provider
-from afi.ratelimit import RateLimiter
 
 from .base import error_line, no_input
 from .rpc import RpcEndpoint
 from .sftp import DEFAULT_MAX_UPLOAD, AfiSFTPServer
 from .shell import DEFAULT_OUTPUT_CAP, Shell
+from .verbs import CallerVerbs
 
 __all__ = ["KeyVerifier", "SshLimits", "agents_snippet", "load_host_key", "start_ssh_server"]
 
@@ -169,7 +169,7 @@ class _SshServer:
 
     def shell(self, caller: Caller) -> Shell:
         return Shell(
-            LocalClient(self.provider, caller),
+            CallerVerbs(self.provider, caller),
             user=caller.principal,
             group=caller.space,
             output_cap=self.limits.output_cap,

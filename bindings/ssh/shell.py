@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from afi.client import AfiClient
 from afi.errors import SSH_EXIT, AfiError, Internal, InvalidPath, TooLarge, Unsupported
 from afi.model import Entry
 from afi.paths import join, normalize
@@ -22,6 +21,7 @@ from afi.regex import compile_glob
 from .base import CommandSpec, Io, error_line
 from .commands import COMMANDS
 from .parse import Pipeline, Word, parse_line
+from .verbs import Verbs
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Shell:
     """One session's shell: the client it speaks through, who it is, and where it stands.
 
     Args:
-        client: the AFI verbs, already bound to the caller.
+        client: the AFI verbs, already bound to the caller (:class:`~.verbs.CallerVerbs`).
         user, group: shown as owner and group in ``ls -l`` (the principal and its space).
         output_cap: the most bytes one command line may print; past it the line fails with too_large.
         write_cap: the most bytes one ``> FILE`` redirection may write.
@@ -54,7 +54,7 @@ class Shell:
 
     def __init__(
         self,
-        client: AfiClient,
+        client: Verbs,
         *,
         user: str = "afi",
         group: str = "afi",

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from afi.auth.audit import AUDIT_SCHEMA, AuditLog
 from afi.errors import AfiError, Conflict, Forbidden, Internal, InvalidPath, NotFound, Unauthorized, Unsupported
 from afi.manifest import build_manifest
 from afi.model import (
@@ -37,7 +38,6 @@ from afi.provider import Caller
 from afi.regex import compile_glob
 from afi.sqlite import Connections
 
-from .audit import AUDIT_SCHEMA, AuditLog
 from .conversation import (
     episode_note,
     episode_recall,
@@ -477,6 +477,8 @@ class MemoryProvider:
         if append:
             fields: dict[str, Any] = {}
             base = existing.content if existing is not None else ""
+            if base and not base.endswith("\n"):
+                base += "\n"  # appended after the text as it reads (a note's body ends with a newline)
             content = base + text
         else:
             fields, content = parse_note(text)
@@ -707,7 +709,7 @@ class MemoryProvider:
 
 
 def _default_keys(db: Path) -> Any:
-    from .keys import KeyStore
+    from afi.auth.keys import KeyStore
 
     return KeyStore(db)
 

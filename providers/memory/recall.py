@@ -11,10 +11,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from .errors import MemoryValidationError
-from .lexical import fts_query, query_terms
+from .lexical import bm25_rowids, fts_query, query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory, canonical_time
 from .store import iso_now
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
@@ -22,6 +23,7 @@ from .vectors import iso_to_epoch
 
 __all__ = [
     "DEFAULT_RECALL_KINDS",
+    "LEXICAL_OVERSAMPLE",
     "RECALL_OVERSAMPLE",
     "Candidate",
     "Scoring",
@@ -33,6 +35,8 @@ __all__ = [
 ]
 
 RECALL_OVERSAMPLE = 4
+# the BM25 side reads this many times its window of best matches before filtering them
+LEXICAL_OVERSAMPLE = 4
 DEFAULT_RECALL_KINDS = ("fact", "file")
 NEUTRAL_IMPORTANCE = 1.0
 
@@ -143,7 +147,14 @@ def recall_candidates(
     scoring: Scoring | None = None,
     fusion: FusionSettings | None = None,
 ) -> list[Candidate]:
-    """Return up to ``limit`` recallable notes for the query, best first (one bounded batch)."""
+    """Return up to ``limit`` recallable notes for the query, best first (one bounded batch).
+
+    The BM25 ranking is read straight from the FTS5 index before the vector index's lock is taken
+    (the lock serialises recalls, and the ranking is most of a recall's time), then filtered by the
+    index's mask inside the lock; when the mask drops too many of the best matches, every match is
+    read. With ``scoring``, the oversampled batch is scored from the two columns the blend needs and
+    only the notes kept are loaded whole.
+    """
     fusion = fusion or memory.fusion
     stored = [kind for kind in kinds if kind in ("fact", "procedure", "file")]
     if not stored or limit <= 0:
@@ -151,43 +162,78 @@ def recall_candidates(
     as_of_epoch = iso_to_epoch(as_of, 0.0)
     qvec = memory.embedder.embed([query])[0]
     window = max(fusion.window, limit)
+    match = None
+    if fusion.mode != "vector":
+        match = fts_query(memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings))
+    depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
+    reach: int | None = window * LEXICAL_OVERSAMPLE
+    ranked: list[int] = []
     index = memory.index
-    with index.lock:
-        index.refresh()
-        mask = index.mask(stored, as_of_epoch, memory.require_consent)
-        vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-        lexical: list[int] = []
-        match = None
-        if fusion.mode != "vector":
-            match = fts_query(memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings))
+    while True:
         if match is not None:
-            rows = memory.store.lexical(memory.scope, match, kinds=stored, as_of=as_of, limit=window * 2)
-            lexical = [rowid for rowid in rows if index.allowed(rowid, mask)][:window]
-        fused = _fuse(vector, lexical, fusion)
-        depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
-        fused = fused[:depth]
-        cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
+            with memory.store.read() as conn:
+                ranked = bm25_rowids(conn, match, limit=reach)
+        with index.lock:
+            index.refresh()
+            mask = index.mask(stored, as_of_epoch, memory.require_consent)
+            lexical = list(islice((rowid for rowid in ranked if index.allowed(rowid, mask)), window))
+            if reach is not None and len(lexical) < window and len(ranked) == reach:
+                reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
+                continue
+            vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
+            fused = _fuse(vector, lexical, fusion)[:depth]
+            cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
+        break
     if not fused:
         return []
+    if scoring is not None:
+        return _scored(memory, fused, cosines, scoring, limit)
     by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
     out: list[Candidate] = []
     for rowid, relevance in fused:
         note = by_rowid.get(rowid)
         if note is not None:  # None: deleted between the index read and the row read
             out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance))
-    if scoring is not None:
-        now = datetime.now(UTC).timestamp()
-        for cand in out:
-            cand.recency = _recency(cand.note.created_at, scoring.half_life_ms, now)
-            imp = cand.note.importance
-            cand.importance = NEUTRAL_IMPORTANCE if imp is None else min(1.0, max(0.0, imp))
-            cand.score = (
-                cand.similarity * scoring.similarity
-                + cand.recency * scoring.recency
-                + cand.importance * scoring.importance
-            )
-        out.sort(key=lambda c: -c.score)
     return out[:limit]
+
+
+def _scored(
+    memory: Memory, fused: list[tuple[int, float]], cosines: dict[int, float], scoring: Scoring, limit: int
+) -> list[Candidate]:
+    """Score the fused batch by the blend (relevance, recency, importance) from the two columns it
+    needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
+    rowids = [rowid for rowid, _ in fused]
+    scope = memory.scope
+    with memory.store.read() as conn:
+        rows = conn.execute(
+            f"SELECT rowid, created_at, importance FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
+            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?",
+            (*rowids, scope.tenant_id, scope.resource_id, scope.thread_id),
+        ).fetchall()
+    columns = {rowid: (created_at, importance) for rowid, created_at, importance in rows}
+    now = datetime.now(UTC).timestamp()
+    ranked: list[tuple[float, int, float, float, float]] = []
+    for rowid, relevance in fused:
+        found = columns.get(rowid)
+        if found is None:  # deleted between the index read and the row read
+            continue
+        created_at, imp = found
+        recency = _recency(created_at, scoring.half_life_ms, now)
+        importance = NEUTRAL_IMPORTANCE if imp is None else min(1.0, max(0.0, imp))
+        score = relevance * scoring.similarity + recency * scoring.recency + importance * scoring.importance
+        ranked.append((score, rowid, relevance, recency, importance))
+    ranked.sort(key=lambda item: -item[0])  # stable: ties keep the fused order
+    out: list[Candidate] = []
+    start = 0
+    while len(out) < limit and start < len(ranked):
+        chunk = ranked[start : start + limit - len(out)]
+        start += len(chunk)
+        notes = memory.store.notes_by_rowid(scope, [rowid for _, rowid, _, _, _ in chunk])
+        for score, rowid, relevance, recency, importance in chunk:
+            note = notes.get(rowid)
+            if note is not None:
+                out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance))
+    return out
 
 
 def recall(
@@ -200,7 +246,10 @@ def recall(
     budget: Any = None,
     scoring: Any = None,
 ) -> RecallResult:
-    """Given a query, return the ranked hits and a parallel explain row per hit (see the seed)."""
+    """Given a query, return the ranked hits and a parallel explain row per hit.
+
+    See docs/memory-fabric.md, "Recall and scoring".
+    """
     if not isinstance(query, str) or not query.strip():
         raise MemoryValidationError("query must be a non-empty string")
     resolved_kinds = resolve_kinds(kinds)

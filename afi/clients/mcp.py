@@ -1,4 +1,4 @@
-"""An :class:`~afi.client.AfiClient` over MCP: each verb is one ``afi.*`` tool call.
+"""An :class:`~afi.clients.AfiClient` over MCP: each verb is one ``afi.*`` tool call.
 
 It drives the official SDK client (``mcp.Client``) on an event loop in a background thread, so the
 conformance kit and the CLI use it like any other synchronous client. A tool error's text is the
@@ -27,9 +27,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
 
-from .client import search_body
-from .errors import ERROR_CODES, AfiError, Internal, error_from_dict
-from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
+from ..errors import ERROR_CODES, AfiError, Internal, error_from_dict
+from ..model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
+from .base import search_body
 
 __all__ = ["McpClient"]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from .errors import Forbidden, InvalidPath, Unauthorized
-from .provider import Caller, Provider
+from ..errors import Forbidden, InvalidPath, Unauthorized
+from ..provider import Caller, Provider
 from .ratelimit import RateLimiter
 
 __all__ = ["QUERY_TOKEN_NAMES", "Door", "InvalidToken", "is_loopback_host", "is_loopback_origin"]

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InvalidPath
-from .provider import SCOPES, Caller
+from ..errors import InvalidPath
+from ..provider import SCOPES, Caller
 
 __all__ = ["AuthorizedKeys", "PublicKey", "caller_for", "fingerprint", "parse_key_line"]
 

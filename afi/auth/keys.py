@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from afi.errors import Unauthorized
-from afi.provider import SCOPES, Caller
-from afi.sqlite import Connections
-
-from .errors import MemoryValidationError
+from ..errors import InvalidPath, Unauthorized
+from ..provider import SCOPES, Caller
+from ..sqlite import Connections
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
 
@@ -84,21 +82,21 @@ class KeyStore:
         The token is returned only here; the store keeps its SHA-256.
 
         Raises:
-            MemoryValidationError: an unknown scope, no scope, or a malformed space name.
+            InvalidPath: an unknown scope, no scope, or a malformed space name.
         """
         wanted = tuple(dict.fromkeys(scopes))
         if not wanted:
-            raise MemoryValidationError(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
+            raise InvalidPath(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
         unknown = [scope for scope in wanted if scope not in SCOPES]
         if unknown:
-            raise MemoryValidationError(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
+            raise InvalidPath(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
         if not _SPACE.match(space):
-            raise MemoryValidationError(
+            raise InvalidPath(
                 f"bad space name {space!r}: 1 to 64 lower-case letters, digits, '.', '_' or '-', "
                 "starting with a letter or digit"
             )
         if name is not None and len(name) > 200:
-            raise MemoryValidationError("a key name is at most 200 characters")
+            raise InvalidPath("a key name is at most 200 characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         record = KeyRecord(id="key_" + secrets.token_hex(6), space=space, scopes=wanted, name=name, created_at=_now())
         with self._conn() as conn:

@@ -1,4 +1,4 @@
-"""An :class:`~afi.client.AfiClient` over the SSH binding's ``afi`` subsystem, through OpenSSH's ``ssh -s``.
+"""An :class:`~afi.clients.AfiClient` over the SSH binding's ``afi`` subsystem, through OpenSSH's ``ssh -s``.
 
 One ``ssh`` process holds one session; each verb is one JSON-RPC line out and one line back. A
 refused login (no key, an unknown key) is :class:`~afi.errors.Unauthorized`; a JSON-RPC error that
@@ -16,9 +16,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .client import search_body
-from .errors import AfiError, Internal, InvalidPath, Unauthorized, error_from_dict
-from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
+from ..errors import AfiError, Internal, InvalidPath, Unauthorized, error_from_dict
+from ..model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchQuery, SearchRequest
+from .base import search_body
 
 __all__ = ["SshClient"]
 

@@ -1,7 +1,7 @@
-"""An :class:`~afi.client.AfiClient` made of plain ``os`` calls on a mounted directory (``afi mount``).
+"""An :class:`~afi.clients.AfiClient` made of plain ``os`` calls on a mounted directory (``afi mount``).
 
 It lets the conformance kit run through the FUSE binding. What a filesystem cannot express is
-refused with :class:`~afi.conformance.Skip` (``if_match``, a page ``limit`` below 1), so those
+refused with :class:`~afi.clients.CannotExpress` (``if_match``, a page ``limit`` below 1), so those
 scenarios are skipped, never faked. Paging is the client's: a directory is read whole, then cut.
 Errors come back as errno and are mapped to AFI codes by :data:`CODES`; the search control file
 hands back the provider's own error object, message included.
@@ -19,9 +19,8 @@ import stat as stat_mod
 from pathlib import Path
 from typing import Any
 
-from .client import as_search_request
-from .errors import ERRNO, AfiError, InvalidPath, error_from_dict
-from .model import (
+from ..errors import ERRNO, AfiError, InvalidPath, error_from_dict
+from ..model import (
     DeleteResult,
     Entry,
     Manifest,
@@ -34,7 +33,8 @@ from .model import (
     dump,
     rfc3339,
 )
-from .paths import normalize
+from ..paths import normalize
+from .base import CannotExpress, as_search_request
 
 __all__ = ["CODES", "FsClient", "code_of"]
 
@@ -61,9 +61,7 @@ def _error(err: OSError, path: str) -> AfiError:
 
 
 def _skip(reason: str) -> Exception:
-    from .conformance import Skip
-
-    return Skip(f"a filesystem cannot express this: {reason}")
+    return CannotExpress(f"a filesystem cannot express this: {reason}")
 
 
 class FsClient:

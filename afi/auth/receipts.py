@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import Conflict, InvalidPath
-from .model import rfc3339
-from .provider import Caller
-from .sqlite import Connections
+from ..errors import Conflict, InvalidPath
+from ..model import rfc3339
+from ..provider import Caller
+from ..sqlite import Connections
 
 __all__ = [
     "RECEIPT_TTL_SECONDS",

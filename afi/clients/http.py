@@ -1,19 +1,15 @@
-"""AFI clients with one interface: over HTTP, or in-process against a provider.
-
-The conformance kit and the CLI talk only through :class:`AfiClient`, so any binding with a
-client (MCP, FUSE, SSH) plugs into them. Every method raises :class:`~afi.errors.AfiError`.
-"""
+"""The AFI client over the HTTP/JSON binding."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from .errors import AfiError, Internal, InvalidPath, error_from_dict
-from .model import (
+from ..errors import AfiError, Internal, error_from_dict
+from ..model import (
     EOF_HEADER,
     MTIME_HEADER,
     SIZE_HEADER,
@@ -25,113 +21,10 @@ from .model import (
     ReadResult,
     SearchQuery,
     SearchRequest,
-    dump,
 )
-from .provider import Caller, Provider
+from .base import search_body
 
-__all__ = ["AfiClient", "HttpClient", "LocalClient", "as_search_request"]
-
-
-@runtime_checkable
-class AfiClient(Protocol):
-    """The AFI verbs as a client sees them: the provider's, without the caller."""
-
-    def manifest(self) -> Manifest: ...
-
-    def stat(self, path: str) -> Entry: ...
-
-    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page: ...
-
-    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult: ...
-
-    def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage: ...
-
-    def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        offset: int | None = None,
-        append: bool = False,
-        create_only: bool = False,
-        if_match: str | None = None,
-    ) -> Entry: ...
-
-    def mkdir(self, path: str, *, parents: bool = False) -> Entry: ...
-
-    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult: ...
-
-    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry: ...
-
-
-def as_search_request(request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> SearchRequest:
-    """Given a request, or a query plus keyword options (``path``, ``limit``, ``x-…``), return a request."""
-    if isinstance(request_or_query, SearchRequest):
-        if kw:
-            return request_or_query.model_copy(update=kw)
-        return request_or_query
-    fields: dict[str, Any] = {"query": request_or_query}
-    for key, value in kw.items():
-        fields[key.replace("_", "-") if key.startswith("x_") else key] = value
-    try:
-        return SearchRequest.model_validate(fields)
-    except ValueError as err:
-        raise InvalidPath(f"bad search request: {err}") from None
-
-
-def search_body(request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> dict[str, Any]:
-    """The wire body of a search: a query object is sent as given, so the server (not the client)
-    judges its mode; anything else goes through :func:`as_search_request`."""
-    if isinstance(request_or_query, dict):
-        options = {key.replace("_", "-") if key.startswith("x_") else key: value for key, value in kw.items()}
-        return {"query": request_or_query, **options}
-    return dump(as_search_request(request_or_query, **kw))
-
-
-class LocalClient:
-    """An :class:`AfiClient` that calls a provider in-process, as ``caller``."""
-
-    def __init__(self, provider: Provider, caller: Caller) -> None:
-        self.provider = provider
-        self.caller = caller
-
-    def manifest(self) -> Manifest:
-        return self.provider.manifest()
-
-    def stat(self, path: str) -> Entry:
-        return self.provider.stat(self.caller, path)
-
-    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
-        return self.provider.list(self.caller, path, limit=limit, cursor=cursor, glob=glob)
-
-    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
-        return self.provider.read(self.caller, path, offset=offset, length=length)
-
-    def search(self, request_or_query: SearchRequest | SearchQuery | dict[str, Any], **kw: Any) -> MatchPage:
-        return self.provider.search(self.caller, as_search_request(request_or_query, **kw))
-
-    def write(
-        self,
-        path: str,
-        data: bytes,
-        *,
-        offset: int | None = None,
-        append: bool = False,
-        create_only: bool = False,
-        if_match: str | None = None,
-    ) -> Entry:
-        return self.provider.write(
-            self.caller, path, data, offset=offset, append=append, create_only=create_only, if_match=if_match
-        )
-
-    def mkdir(self, path: str, *, parents: bool = False) -> Entry:
-        return self.provider.mkdir(self.caller, path, parents=parents)
-
-    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
-        return self.provider.delete(self.caller, path, recursive=recursive)
-
-    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry:
-        return self.provider.move(self.caller, source, destination, overwrite=overwrite)
+__all__ = ["HttpClient"]
 
 
 def _flag(value: bool) -> str:

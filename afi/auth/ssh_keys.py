@@ -12,12 +12,10 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from afi.errors import InvalidPath
-from afi.provider import Caller
-from afi.sqlite import Connections
-from afi.sshkeys import fingerprint, parse_key_line
-
-from .errors import MemoryValidationError
+from ..errors import InvalidPath
+from ..provider import Caller
+from ..sqlite import Connections
+from .authorized_keys import fingerprint, parse_key_line
 from .keys import KeyStore, _now
 
 __all__ = ["SshKeyRecord", "SshKeyStore"]
@@ -84,23 +82,23 @@ class SshKeyStore:
             api_key: attach to this API key id instead: the key then acts as that principal.
 
         Raises:
-            MemoryValidationError: not a key line, a key already added, an unknown or revoked
+            InvalidPath: not a key line, a key already added, an unknown or revoked
                 API key, or (as :meth:`KeyStore.create` checks) bad scopes or space.
         """
         try:
             key = parse_key_line(public_key)
         except InvalidPath as err:
-            raise MemoryValidationError(err.message) from None
+            raise InvalidPath(err.message) from None
         if api_key is not None:
             owner = next((r for r in self._api.list() if r.id == api_key and r.active), None)
             if owner is None:
-                raise MemoryValidationError(f"no active API key has the id {api_key!r} (see afi token list)")
+                raise InvalidPath(f"no active API key has the id {api_key!r} (see afi token list)")
             space, scopes = owner.space, owner.scopes
         else:
             _validate(space, tuple(scopes))
         found = self._conn().execute("SELECT id FROM afi_ssh_keys WHERE fingerprint = ?", (key.fingerprint,)).fetchone()
         if found is not None:
-            raise MemoryValidationError(f"this key ({key.fingerprint}) was already added as {found[0]}")
+            raise InvalidPath(f"this key ({key.fingerprint}) was already added as {found[0]}")
         record_id = "ssh_" + secrets.token_hex(6)
         created = _now()
         with self._conn() as conn:
@@ -167,14 +165,13 @@ class SshKeyStore:
 
 
 def _validate(space: str, scopes: tuple[str, ...]) -> None:
-    from afi.provider import SCOPES
-
+    from ..provider import SCOPES
     from .keys import _SPACE
 
     if not scopes:
-        raise MemoryValidationError(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
+        raise InvalidPath(f"a key needs at least one scope (one of {', '.join(SCOPES)})")
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
-        raise MemoryValidationError(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
+        raise InvalidPath(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
     if not _SPACE.match(space):
-        raise MemoryValidationError(f"bad space name {space!r}")
+        raise InvalidPath(f"bad space name {space!r}")

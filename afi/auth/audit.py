@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from afi.model import rfc3339
-from afi.provider import Caller
-from afi.sqlite import Connections
+from ..model import rfc3339
+from ..provider import Caller
+from ..sqlite import Connections
 
 __all__ = ["AUDIT_SCHEMA", "AuditLog"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RateLimited
+from ..errors import RateLimited
 
 __all__ = ["RateLimiter"]
 

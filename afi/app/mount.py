@@ -1,0 +1,101 @@
+"""``afi mount``: the memory provider shown as a directory through the FUSE binding."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+
+from afi.bindings.fuse import AfiFS, MountError, check_mountpoint, serve_mount
+from afi.errors import InvalidPath
+from afi.paths import normalize
+from afi.provider import Caller
+
+from .local import open_provider
+
+__all__ = [
+    "DETACHED_ENV",
+    "MOUNTED",
+    "MountError",
+    "PreparedMount",
+    "change_token",
+    "check_mountpoint",
+    "prepare_mount",
+]
+
+MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
+DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
+
+
+def change_token(db: Path) -> Callable[[], Hashable]:
+    """Given the SQLite store, return a function whose value changes whenever anything writes to it.
+
+    Every write through any binding commits to the store (the WAL, or the file itself), so its size
+    and modification time are a cheap way for the mount to know its cached entries are still good.
+    """
+    files = (db, db.with_name(db.name + "-wal"))
+
+    def token() -> Hashable:
+        out = []
+        for path in files:
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                out.append((0, 0))
+                continue
+            out.append((info.st_mtime_ns, info.st_size))
+        return tuple(out)
+
+    return token
+
+
+@dataclass
+class PreparedMount:
+    """A mount whose provider and caller are ready; :meth:`run` mounts it until unmounted or signalled."""
+
+    fs: AfiFS
+    where: Path
+    db: Path
+    caller: Caller
+    subtree: str
+    read_only: bool
+
+    def run(self) -> None:
+        def announce() -> None:
+            mode = ", read-only" if self.read_only else ""
+            sys.stdout.write(
+                f"{MOUNTED}{self.subtree} at {self.where} as {self.caller.principal} in space {self.caller.space}"
+                f"{mode} (db {self.db}); unmount with: fusermount3 -u {self.where}\n"
+            )
+            sys.stdout.flush()
+            if os.environ.get(DETACHED_ENV):
+                _quiet()
+
+        serve_mount(self.fs, self.where, on_mounted=announce)
+
+
+def prepare_mount(
+    where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float
+) -> PreparedMount:
+    """Open the provider as ``secret``'s caller (the local owner without one) and build the mount's filesystem.
+
+    Raises an AfiError when the token is refused or ``subtree`` is not a folder.
+    """
+    subtree = normalize(subtree)
+    info = {"mountpoint": str(where), "subtree": subtree, "read_only": ro, "pid": os.getpid()}
+    provider = open_provider(db, root, manifest_extra={"x-fuse": info})
+    caller = provider.authenticate(secret)
+    if provider.stat(caller, subtree).type != "directory":
+        raise InvalidPath("--subtree must name a folder", path=subtree)
+    fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))
+    return PreparedMount(fs, where, db, caller, subtree, ro)
+
+
+def _quiet() -> None:
+    """A detached mount's parent has gone: send later output nowhere rather than into a closed pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)

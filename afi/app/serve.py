@@ -1,0 +1,190 @@
+"""``afi serve``: the HTTP/JSON binding (and MCP at /mcp) on uvicorn, over the memory provider.
+
+One process by default; with ``workers`` > 1, N processes share one listening socket (uvicorn's
+supervisor binds it in the parent and spawns the workers), each with its own provider on the same
+store. The parent announces the address once: ``afi: listening on http://…``.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from rich.console import Console
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
+
+from afi.auth.ratelimit import RateLimiter
+from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
+from afi.bindings.mcp import mount_mcp
+from afi.providers.memory.provider import MemoryProvider
+
+from .local import open_provider
+from .mcp import mcp_http
+
+__all__ = ["AppSpec", "Listen", "open_server", "prebuild", "serve_workers"]
+
+stdout = Console(highlight=False)
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """What ``afi serve`` serves; calling it builds the ASGI app (uvicorn's factory, once in each worker)."""
+
+    db: Path
+    root: Path
+    space: str | None = None
+    rate: float = 0.0
+    burst: int = 100
+    mcp: bool = True
+    mcp_stateless: bool = False
+    tool_names: str = "both"
+
+    def build(self) -> tuple[FastAPI, MemoryProvider]:
+        """Open the provider over the store and return the app serving it, with the provider."""
+        provider = open_provider(self.db, self.root, keys=True)
+        limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
+        spaces = {self.space} if self.space else None
+        app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
+        if self.mcp:
+            names: Any = self.tool_names
+            http = mcp_http(
+                provider, self.db, tool_names=names, stateless=self.mcp_stateless, rate_limit=limiter, space=self.space
+            )
+            mount_mcp(app, http)
+        return app, provider
+
+    def __call__(self) -> FastAPI:
+        try:
+            return self.build()[0]
+        except Exception as err:  # a worker that cannot start stops the supervisor, not a restart loop
+            print(f"afi: a worker could not start: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            sys.exit(STARTUP_FAILURE)
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Where and how the HTTP server listens."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int | None = None  # default: the descriptor limit - 256
+
+    def config(self, app: Any, **kw: Any) -> ServerConfig:
+        limits = Limits(self.header_timeout, self.body_timeout, self.max_connections or default_max_connections())
+        options: dict[str, Any] = {"host": self.host, "port": self.port, "log_level": "warning", "lifespan": "on"}
+        return ServerConfig(app, limits=limits, **options, **kw)
+
+
+def _announce(name: tuple[Any, ...], spec: AppSpec) -> None:
+    host, port = name[0], name[1]
+    shown = f"[{host}]" if ":" in host else host
+    stdout.print(f"afi: listening on http://{shown}:{port} (db {spec.db}, root {spec.root})", markup=False)
+    stdout.file.flush()
+
+
+def prebuild(spec: AppSpec) -> None:
+    """Build the app once, in a throwaway thread (whose SQLite connections end with it), and drop it.
+
+    Before workers start: a store that cannot open fails here, and its tables exist before the
+    workers race to create them.
+    """
+    with ThreadPoolExecutor(1) as once:
+        once.submit(spec.build).result()
+
+
+def serve_workers(spec: AppSpec, listen: Listen, workers: int) -> int:
+    """Bind and listen in this process, announce, then run uvicorn's supervisor of ``workers`` workers.
+
+    Returns the exit status: 1 when a worker could not start, else 0.
+    """
+    config = listen.config(spec, workers=workers, factory=True)
+    sockets = _worker_sockets(config, workers)
+    _announce(sockets[0].getsockname(), spec)
+    supervisor = _OneSocketEach(config, sockets=sockets)
+    supervisor.run()
+    if any(worker.exitcode == STARTUP_FAILURE for worker in supervisor.processes):
+        return 1
+    return 0
+
+
+def _worker_sockets(config: uvicorn.Config, workers: int) -> list[socket.socket]:
+    """One listening socket per worker, all on one address with SO_REUSEPORT, so the kernel spreads
+    new connections over the workers. A single shared socket let one worker's accept loop take a whole
+    burst of keep-alive connections while the other stayed idle."""
+    first = config.bind_socket()
+    if not hasattr(socket, "SO_REUSEPORT") or first.family not in (socket.AF_INET, socket.AF_INET6):
+        first.listen(config.backlog)
+        return [first]
+    address = first.getsockname()
+    first.close()
+    sockets = []
+    for _ in range(workers):
+        sock = socket.socket(first.family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(config.backlog)
+        sock.set_inheritable(True)
+        sockets.append(sock)
+    return sockets
+
+
+class _OneSocketEach(Multiprocess):
+    """uvicorn's supervisor, handing worker ``i`` (and its replacements) listening socket ``i``."""
+
+    def init_processes(self) -> None:
+        for index in range(self.processes_num):
+            process = Process(self.config, self._socket_of(index))
+            process.start()
+            self.processes.append(process)
+
+    def keep_subprocess_alive(self) -> None:
+        if self.should_exit.is_set():
+            return
+        for index, process in enumerate(self.processes):
+            if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+                continue
+            process.kill()
+            process.join()
+            if process.exitcode == STARTUP_FAILURE or self.should_exit.is_set():
+                self.should_exit.set()  # broken app, store or socket: every restart would fail the same way
+                return
+            replacement = Process(self.config, self._socket_of(index))
+            replacement.start()
+            self.processes[index] = replacement
+
+    def _socket_of(self, index: int) -> list[socket.socket]:
+        return [self.sockets[index % len(self.sockets)]]
+
+
+class _AnnouncingServer(uvicorn.Server):
+    """A uvicorn server that prints where it really listens (port 0 picks one) once it is up."""
+
+    def __init__(self, config: Any, spec: AppSpec) -> None:
+        super().__init__(config)
+        self._afi_spec = spec
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        for listener in getattr(self, "servers", []):
+            for sock in listener.sockets:
+                _announce(sock.getsockname(), self._afi_spec)
+
+
+def open_server(spec: AppSpec, listen: Listen) -> tuple[uvicorn.Server, MemoryProvider]:
+    """Build the app and return the (not yet started) uvicorn server of one process, with the provider.
+
+    ``server.run()`` serves until SIGINT or SIGTERM; :func:`afi.app.ssh.run_beside` runs SSH beside it.
+    """
+    app, provider = spec.build()
+    return _AnnouncingServer(listen.config(app), spec), provider

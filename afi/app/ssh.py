@@ -1,0 +1,119 @@
+"""The SSH binding over the memory provider: ``afi ssh``, and ``afi serve --ssh`` beside the HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from afi.auth.authorized_keys import AuthorizedKeys
+from afi.auth.door import is_loopback_host
+from afi.auth.keys import KeyStore
+from afi.auth.ssh_keys import SshKeyStore
+from afi.bindings.ssh import SshLimits, start_ssh_server
+from afi.config import default_data_dir
+from afi.provider import Caller
+
+__all__ = ["Refused", "SshOptions", "run_beside", "run_ssh", "start"]
+
+stdout = Console(highlight=False)
+stderr = Console(stderr=True, highlight=False)
+
+
+class Refused(ValueError):
+    """The options ask for something unsafe (e.g. SSH off loopback with no key); the message says what."""
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How to run the SSH binding: where, which keys let callers in, and its limits."""
+
+    host: str = "127.0.0.1"
+    port: int = 2222
+    authorized_keys: Path | None = None
+    host_key: Path | None = None
+    connections_per_minute: int = 10
+    commands_per_minute: int = 100
+    output_cap: int = 4 * 1024 * 1024
+
+
+def _verifier(db: Path, authorized: Path | None) -> tuple[Any, bool, int]:
+    """Return (verify_key, keyless, how many keys can log in)."""
+    store = SshKeyStore(db)
+    listed = AuthorizedKeys(authorized) if authorized is not None else None
+
+    def verify(blob: bytes) -> Caller | None:
+        caller = listed.lookup(blob) if listed is not None else None
+        return caller if caller is not None else store.verify(blob)
+
+    known = (len(listed) if listed is not None else 0) + store.count()
+    keyless = listed is None and store.count() == 0 and KeyStore(db).count() == 0
+    return verify, keyless, known
+
+
+async def start(provider: Any, db: Path, options: SshOptions) -> Any:
+    """Given a provider and its store, start the SSH server; return its acceptor (announced on stdout)."""
+    verify, keyless, known = _verifier(db, options.authorized_keys)
+    if keyless and not is_loopback_host(options.host):
+        raise Refused(
+            f"refusing SSH on {options.host} without keys: add one (afi token ssh add KEY.pub) or pass "
+            "--authorized-keys, or bind 127.0.0.1"
+        )
+    acceptor = await start_ssh_server(
+        provider,
+        host=options.host,
+        port=options.port,
+        host_key=options.host_key or default_data_dir() / "ssh_host_ed25519_key",
+        verify_key=None if keyless else verify,
+        keyless=keyless,
+        limits=SshLimits(
+            connections_per_minute=options.connections_per_minute,
+            commands_per_minute=options.commands_per_minute,
+            output_cap=options.output_cap,
+        ),
+    )
+    port = acceptor.get_port()
+    how = "no keys: every loopback caller is the local owner" if keyless else f"{known} key(s) may log in"
+    stdout.print(f"afi: listening on ssh://{options.host}:{port} ({how})", markup=False, soft_wrap=True)
+    stdout.file.flush()
+    if not keyless and known == 0:
+        stderr.print(
+            "afi: no SSH key can log in yet: add one with 'afi token ssh add ~/.ssh/id_ed25519.pub'", markup=False
+        )
+    return acceptor
+
+
+async def _serve_forever(provider: Any, db: Path, options: SshOptions) -> None:
+    acceptor = await start(provider, db, options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        acceptor.close()
+        await acceptor.wait_closed()
+
+
+def run_ssh(provider: Any, db: Path, options: SshOptions) -> None:
+    """Serve the provider (see :func:`~afi.app.local.open_provider`) over SSH until SIGINT or SIGTERM."""
+    asyncio.run(_serve_forever(provider, db, options))
+
+
+def run_beside(http_server: Any, provider: Any, db: Path, options: SshOptions) -> None:
+    """Run a uvicorn server and the SSH server in one event loop until the HTTP server stops."""
+
+    async def both() -> None:
+        acceptor = await start(provider, db, options)
+        try:
+            await http_server.serve()
+        finally:
+            acceptor.close()
+            await acceptor.wait_closed()
+
+    asyncio.run(both())
