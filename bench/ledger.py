@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from afi.providers.memory import MemoryValidationError, create_ledger
-from afi.providers.memory.conversation import LedgerSource, search_conversation
+from afi.providers.memory.ledger.conversation import LedgerSource, search_conversation
 
 from ._common import corpus, percentile, print_table, write_result
 from .locomo import KS, bm25_rankings, load_conversations, recall_at

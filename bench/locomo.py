@@ -210,7 +210,7 @@ PROPOSED_SEMANTIC_FUSION: dict[str, Any] = {"k": 10.0}
 def run(*, quick: bool = False) -> dict[str, Any]:
     """Run the LoCoMo benchmark (``quick``: one conversation), print the table, write the JSON; return it."""
     from afi.providers.memory import HashEmbedder
-    from afi.providers.memory.minilm import MiniLMEmbedder, semantic_available
+    from afi.providers.memory.fabric.minilm import MiniLMEmbedder, semantic_available
 
     from ._common import print_table, write_result
 

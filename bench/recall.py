@@ -46,7 +46,7 @@ def fabric_latencies(fabric: Any, queries: list[str]) -> list[float]:
 
 def bm25_latencies(db: Path, texts: list[str], queries: list[str]) -> list[float]:
     """Given a fresh file, texts and queries, index the texts in FTS5 and return each query's latency (ms)."""
-    from afi.providers.memory.lexical import fts_query, query_terms
+    from afi.providers.memory.fabric.lexical import fts_query, query_terms
 
     conn = sqlite3.connect(db)
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(content, tokenize='porter unicode61')")

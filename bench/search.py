@@ -107,8 +107,8 @@ def note_text(i: int, rng: random.Random) -> str:
 
 def build_store(db: Path, n: int, *, seed: int = SEED) -> None:
     """Given an empty database path, store n fact notes ``n000000``... through the fabric."""
-    from afi.providers.memory.fabric import create_memory_fabric
-    from afi.providers.memory.memory import space_memory
+    from afi.providers.memory.fabric.fabric import create_memory_fabric
+    from afi.providers.memory.fabric.memory import space_memory
 
     memory = space_memory(db, SPACE)
     fabric = create_memory_fabric(memory)
@@ -130,7 +130,7 @@ def export_tree(db: Path, out: Path) -> int:
     """
     import sqlite3
 
-    from afi.providers.memory.notes_view import now_iso
+    from afi.providers.memory.tree.notes_view import now_iso
 
     (out / "facts").mkdir(parents=True)
     (out / "history").mkdir()

@@ -15,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from afi.providers.memory import MemoryNotAttachedError, create_memory, create_memory_fabric
-from afi.providers.memory.embedders import HashEmbedder
-from afi.providers.memory.repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
-from afi.providers.memory.tools import create_fabric_tools
+from afi.providers.memory.fabric.embedders import HashEmbedder
+from afi.providers.memory.fabric.repoint import (
+    create_deletion_propagator,
+    create_fabric_repoint_handler,
+    repoint_source,
+)
+from afi.providers.memory.fabric.tools import create_fabric_tools
 
 
 @dataclass

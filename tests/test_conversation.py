@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from afi.providers.memory import MemoryValidationError, create_ledger, create_memory, create_memory_fabric
-from afi.providers.memory.conversation import (
+from afi.providers.memory.ledger.conversation import (
     ConversationAbortedError,
     LedgerSource,
     branch_page,
     search_conversation,
 )
-from afi.providers.memory.ledger import LedgerSession
+from afi.providers.memory.ledger.ledger import LedgerSession
 
 TEXTS = [
     ("user", "Let us plan the canary rollout for Friday"),

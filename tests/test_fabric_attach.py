@@ -13,7 +13,7 @@ from afi.providers.memory import (
     create_memory,
     create_memory_fabric,
 )
-from afi.providers.memory.memory import Memory
+from afi.providers.memory.fabric.memory import Memory
 
 A = "canary deploy checkout dashboard grafana board seven alpha"
 B = "canary deploy checkout dashboard grafana board nine beta gamma delta"

@@ -58,7 +58,7 @@ def test_root_behind_a_symlink_is_its_real_path(tmp_path: Path) -> None:
 @pytest.fixture(params=["openat2", "check-then-open"])
 def opener(request: pytest.FixtureRequest, jail: FileJail, monkeypatch: pytest.MonkeyPatch) -> FileJail:
     """The same jail, opening through the kernel's openat2 or through the portable fallback."""
-    from afi.providers.memory import jail as jail_module
+    from afi.providers.memory.workspace import jail as jail_module
 
     if request.param == "check-then-open":
         monkeypatch.setattr(jail_module._openat2, "_syscall", None)
@@ -118,7 +118,7 @@ def test_a_refused_open_does_not_turn_the_kernel_check_off(jail: FileJail, monke
     import ctypes
     import errno
 
-    from afi.providers.memory import jail as jail_module
+    from afi.providers.memory.workspace import jail as jail_module
 
     if not _kernel_jail(jail):
         pytest.skip("this kernel or platform has no openat2")
@@ -141,7 +141,7 @@ def test_a_refused_open_does_not_turn_the_kernel_check_off(jail: FileJail, monke
 
 
 def _kernel_jail(jail: FileJail) -> bool:
-    from afi.providers.memory import jail as jail_module
+    from afi.providers.memory.workspace import jail as jail_module
 
     root_fd = os.open(jail.root, os.O_PATH | os.O_DIRECTORY)
     try:

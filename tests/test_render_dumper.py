@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from afi.providers.memory import MemoryNote
-from afi.providers.memory import render as R
-from afi.providers.memory.render import render_note
+from afi.providers.memory.fabric import render as R
+from afi.providers.memory.fabric.render import render_note
 
 PIECES = [*"abcXYZ019 -:#'\"!@%&*{}[],|>?`~\\/.\t\n", "  ", "\n\n", " \n", "- ", ": ", " #", "---", "...", "yes",
           "null", "~", "1e3", "0x1F", "2026-01-01", "é", "\u2028", "\x85", "😀", "&a", "*a", "!tag"]  # fmt: skip

@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 
 from afi.providers.memory import MemoryScopeError, MemoryValidationError, create_memory, create_memory_fabric
-from afi.providers.memory.repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
+from afi.providers.memory.fabric.repoint import (
+    create_deletion_propagator,
+    create_fabric_repoint_handler,
+    repoint_source,
+)
 
 
 def make(db: Path, thread: str = "thread-1") -> tuple[Any, Any]:

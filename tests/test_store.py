@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from afi.providers.memory import HashEmbedder, MemoryNote, MemoryValidationError, Scope, Store
-from afi.providers.memory.render import render_note
-from afi.providers.memory.store import iso_now
+from afi.providers.memory.fabric.render import render_note
+from afi.providers.memory.fabric.store import iso_now
 
 SCOPE = Scope(tenant_id="t", resource_id="r", thread_id="main")
 

@@ -17,7 +17,7 @@ from afi.providers.memory import (
     create_memory,
     create_memory_fabric,
 )
-from afi.providers.memory.tools import MAX_VIEW_ENTRIES, ToolDefinition, create_fabric_tools
+from afi.providers.memory.fabric.tools import MAX_VIEW_ENTRIES, ToolDefinition, create_fabric_tools
 
 
 @dataclass(frozen=True)

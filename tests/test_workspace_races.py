@@ -31,7 +31,7 @@ ROUNDS = 1500
 @pytest.fixture(autouse=True, params=["openat2", "descriptor-walk"])
 def jail_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every race runs with the kernel's openat2 and with the portable descriptor walk."""
-    from afi.providers.memory import jail as jail_module
+    from afi.providers.memory.workspace import jail as jail_module
 
     if request.param == "descriptor-walk":
         monkeypatch.setattr(jail_module._openat2, "_syscall", None)
@@ -150,7 +150,7 @@ def test_the_fabric_tools_never_reach_outside(
 ) -> None:
     """memory.view and memory.insert, given the same folder to race over."""
     from afi.providers.memory import create_memory, create_memory_fabric
-    from afi.providers.memory.tools import create_fabric_tools
+    from afi.providers.memory.fabric.tools import create_fabric_tools
 
     (outside / "secret-name.txt").write_text("s")
     fabric = create_memory_fabric(

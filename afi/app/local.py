@@ -8,10 +8,10 @@ from typing import Any
 from afi.auth.keys import KeyStore
 from afi.provider import Caller
 from afi.providers.memory import MemoryNotFoundError, create_memory_fabric, space_memory
-from afi.providers.memory.conversation import render_transcript
-from afi.providers.memory.ledger import create_ledger
+from afi.providers.memory.fabric.types import MemoryNote, RecallResult
+from afi.providers.memory.ledger.conversation import render_transcript
+from afi.providers.memory.ledger.ledger import create_ledger
 from afi.providers.memory.provider import MemoryProvider
-from afi.providers.memory.types import MemoryNote, RecallResult
 
 __all__ = [
     "MemoryNote",

@@ -30,9 +30,9 @@ from afi.bindings.mcp import (
     stdio_streams,
 )
 from afi.provider import Caller
-from afi.providers.memory.fabric import create_memory_fabric
+from afi.providers.memory.fabric.fabric import create_memory_fabric
+from afi.providers.memory.fabric.tools import create_fabric_tools
 from afi.providers.memory.provider import MemoryProvider
-from afi.providers.memory.tools import create_fabric_tools
 
 from .local import local_owner, open_provider
 

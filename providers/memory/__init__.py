@@ -1,11 +1,16 @@
-"""The memory provider: the memory fabric on SQLite, the tree it shows, and the file jail."""
+"""The memory provider: the memory fabric on SQLite, the tree it shows, and the file jail.
+
+Its rooms: ``fabric/`` (the engine), ``ledger/`` (the observational ledger), ``workspace/`` (the jailed
+files), ``tree/`` (one handler per area of the tree) and ``search/``; ``provider.py`` puts them behind
+the AFI verbs. This package exports what a host uses; the rooms' modules are importable too.
+"""
 
 from __future__ import annotations
 
-from .attach import Attachment
-from .context import ContextProvider
-from .embedders import Embedder, HashEmbedder
-from .errors import (
+from .fabric.attach import Attachment
+from .fabric.context import ContextProvider
+from .fabric.embedders import Embedder, HashEmbedder
+from .fabric.errors import (
     MemoryConflictError,
     MemoryLimitError,
     MemoryNotAttachedError,
@@ -13,15 +18,15 @@ from .errors import (
     MemoryScopeError,
     MemoryValidationError,
 )
-from .fabric import MemoryFabric, create_memory_fabric
-from .invariants import case_conclusions_not_procedures
-from .jail import FileJail
-from .ledger import Ledger, LedgerSession, create_ledger
-from .memory import FusionSettings, Memory, MemoryLimits, create_memory, space_memory
-from .repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
-from .store import Store
-from .tools import ToolDefinition, create_fabric_tools
-from .types import ExplainRow, ForgetResult, MemoryNote, NoteLink, RecallHit, RecallResult, Scope
+from .fabric.fabric import MemoryFabric, create_memory_fabric
+from .fabric.invariants import case_conclusions_not_procedures
+from .fabric.memory import FusionSettings, Memory, MemoryLimits, create_memory, space_memory
+from .fabric.repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
+from .fabric.store import Store
+from .fabric.tools import ToolDefinition, create_fabric_tools
+from .fabric.types import ExplainRow, ForgetResult, MemoryNote, NoteLink, RecallHit, RecallResult, Scope
+from .ledger.ledger import Ledger, LedgerSession, create_ledger
+from .workspace.jail import FileJail
 
 __all__ = [
     "Attachment",

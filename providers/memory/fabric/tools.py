@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import jsonschema
 
+from ..workspace.jail import FileJail, read_at_most
 from .errors import (
     MemoryConflictError,
     MemoryLimitError,
@@ -26,7 +27,6 @@ from .errors import (
     MemoryNotFoundError,
     MemoryValidationError,
 )
-from .jail import FileJail, read_at_most
 from .types import NOTE_KINDS
 
 __all__ = [

@@ -1,10 +1,10 @@
-"""``search`` over a space's tree: grep (exact, regex) served from trigram indexes, and semantic recall.
+"""Grep (exact, regex) over a space's tree, paged: candidates from trigram indexes, lines matched within a budget.
 
 Grep results are ordered by (path, line) and paged with a cursor holding the last (path, line), so
 a page costs the candidate lookup plus the lines of the documents it returns. Each page also works
 within :data:`GREP_LIMITS` (a deadline and a number of bytes scanned): once they run out the page
 ends early, with the matches found so far and a cursor at the point reached (even in the middle of
-a long line). Semantic results are fabric recall hits ordered by score, each with its ``x-explain`` row.
+a long line).
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from afi.errors import InvalidPath
-from afi.model import Match, MatchPage, RegexQuery, SearchRequest, SemanticQuery
-from afi.paths import is_within
+from afi.model import Match, MatchPage, RegexQuery, SearchRequest
 from afi.regex import Budget, check_query
 
 from .cursor import decode_cursor, encode_cursor
-from .grep import Finder, RegexFinder, Stop, SubstringFinder, compile_regex, find_lines
-from .tree import note_path
-from .types import RecallHit
+from .lines import Finder, RegexFinder, Stop, SubstringFinder, compile_regex, find_lines
 
-__all__ = ["GREP_LIMITS", "Candidate", "GrepLimits", "GrepSource", "grep", "hit_path", "semantic_matches"]
+__all__ = ["GREP_LIMITS", "Candidate", "GrepLimits", "GrepSource", "grep"]
 
 MAX_CONTEXT_LINES = 10
 
@@ -139,40 +136,3 @@ def _finder(request: SearchRequest) -> tuple[Finder, list[str]]:
         regex = compile_regex(query.regex, query.flags)
         return RegexFinder(regex), regex.literals
     raise InvalidPath("this query is not a grep (exact or regex) query")  # pragma: no cover
-
-
-def semantic_matches(
-    hits: list[tuple[RecallHit, dict[str, object], str]], request: SearchRequest, scope: str, limit: int
-) -> MatchPage:
-    """Given recall hits with their explain rows and tree paths, return a page ordered by score."""
-    query = request.query
-    assert isinstance(query, SemanticQuery)
-    position = decode_cursor("semantic", request.cursor)
-    start = 0 if position is None else int(position["o"])
-    threshold = query.threshold
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise InvalidPath("the semantic threshold must be between 0 and 1")
-    ranked: list[Match] = []
-    for hit, explain, path in hits:
-        score = max(0.0, min(1.0, float(hit.score)))
-        if threshold is not None and score < threshold:
-            continue
-        if not is_within(path, scope):
-            continue
-        first = hit.content.split("\n", 1)[0]
-        text = first if len(first) <= 256 else first[:255] + "…"
-        ranked.append(Match(path=path, line=1, text=text, score=score, x_explain=explain, x_id=hit.id, x_kind=hit.kind))
-    page = ranked[start : start + limit]
-    more = start + limit < len(ranked)
-    return MatchPage(matches=page, next_cursor=encode_cursor("semantic", {"o": start + limit}) if more else None)
-
-
-def hit_path(hit: RecallHit, current: bool) -> str:
-    """Where a recalled note shows in the tree: its folder when current, else its history version."""
-    if hit.kind == "file" and hit.path:
-        return "/files/" + hit.path.lstrip("/")
-    if hit.kind == "episode":
-        return f"/episodes/{hit.id}.md"
-    if current and hit.name and hit.kind in ("fact", "procedure"):
-        return note_path(hit.kind, hit.name)
-    return f"/history/{hit.id}.md"

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import MemoryValidationError
+from ..fabric.errors import MemoryValidationError
 
 __all__ = ["FileJail", "read_at_most"]
 

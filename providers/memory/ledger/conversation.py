@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import MemoryValidationError
+from ..fabric.errors import MemoryValidationError
+from ..fabric.lexical import STOPWORDS
+from ..fabric.recall import estimate_tokens
+from ..fabric.types import ExplainRow, MemoryNote, RecallHit, Scope
 from .ledger import LedgerSession, Observation
-from .lexical import STOPWORDS
-from .recall import estimate_tokens
-from .types import ExplainRow, MemoryNote, RecallHit, Scope
 
 __all__ = [
     "DEFAULT_PAGE_LIMIT",

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from .attach import Attachment, check_session
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
-from .errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
+from .errors import MemoryConflictError, MemoryValidationError
 from .memory import Memory, canonical_time, check_hex, normalize_consent, validate_fields
+from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
 from .store import iso_now
 from .types import NOTE_KINDS, ForgetResult, MemoryNote, PromotedFrom, RecallResult
@@ -26,7 +27,7 @@ from .workers import FabricSettings, evolve_neighbors, link_neighbors, resolve_s
 from .working import append_block, check_label, read_blocks, set_block, tombstone_block
 
 if TYPE_CHECKING:
-    from .conversation import ConversationResult
+    from ..ledger.conversation import ConversationResult
 
 __all__ = ["MemoryFabric", "create_memory_fabric"]
 
@@ -72,13 +73,13 @@ class MemoryFabric:
         )  # fmt: skip
         fields["consent"] = normalize_consent(consent, now=now)
         if kind == "episode":
-            return self._episode(fields)
+            return episode_from(self.memory, self.observational, fields)
         if kind == "working":
             return set_block(self.memory, fields["block"], self.memory.redact(fields["content"]),
                              importance=fields.get("importance"))  # fmt: skip
         promoted: PromotedFrom | None = None
         if fields.get("reflection_id") is not None:
-            fields["content"], promoted = self._reflection(fields["reflection_id"])
+            fields["content"], promoted = promoted_reflection(self.observational, fields["reflection_id"])
             self_check = validate_fields(self.memory, kind, now, content=fields["content"])
             fields["content"] = self_check["content"]
         return self._indexed(kind, fields, now, promoted, consolidate)
@@ -199,42 +200,6 @@ class MemoryFabric:
         )
         return rows[0] if rows else None
 
-    def _episode(self, f: dict[str, Any]) -> MemoryNote:
-        source = self.observational
-        if source is None:
-            raise MemoryValidationError(
-                'kind "episode" needs an observational source: create_memory_fabric(memory, observational=...)'
-            )
-        if f.get("id") is None:
-            raise MemoryValidationError('kind "episode" requires the observation id (12 hex)')
-        if f.get("content") is not None:
-            raise MemoryValidationError('kind "episode" reads its content from the observation; omit content')
-        observation = _lookup_observation(source, f["id"])
-        if observation is None:
-            raise MemoryNotFoundError(f"unknown observation id: {f['id']}")
-        text = self.memory.redact(str(observation.get("content", "")))
-        stamp = observation.get("timestamp") or iso_now()
-        return MemoryNote(
-            id=f["id"], kind="episode", content=text, name=f["id"], ingested_at=stamp, created_at=stamp,
-            token_count=int(observation.get("token_count") or estimate_tokens(text)),
-            source_entry_ids=list(observation.get("source_entry_ids") or []), importance=f.get("importance"),
-            t_ref=f.get("t_ref"), tags=f.get("tags") or [], keywords=f.get("keywords") or [],
-            context=f.get("context"), scope=self.memory.scope,
-        )  # fmt: skip
-
-    def _reflection(self, reflection_id: str) -> tuple[str, PromotedFrom]:
-        lookup = getattr(self.observational, "reflection", None)
-        if self.observational is None or not callable(lookup):
-            raise MemoryValidationError(
-                "reflection_id needs an observational source with a reflection(id) lookup; none is configured"
-            )
-        found = lookup(reflection_id)
-        if not isinstance(found, dict) or not isinstance(found.get("content"), str):
-            raise MemoryNotFoundError(f"unknown observational memory reflection: {reflection_id}")
-        if not found.get("scope_id") or found.get("scope_closed") is not True:
-            raise MemoryValidationError(f"reflection {reflection_id} is not bound to a closed work scope")
-        return found["content"], PromotedFrom(reflection_id=reflection_id, scope_id=str(found["scope_id"]))
-
     # -- reads -----------------------------------------------------------------------------
 
     def search_conversation(
@@ -252,7 +217,7 @@ class MemoryFabric:
 
         Raises MemoryValidationError without an observational source or for bad options.
         """
-        from .conversation import search_conversation
+        from ..ledger.conversation import search_conversation
 
         return search_conversation(self.observational, query, limit=limit, direction=direction, detail=detail,
                                    top_k=top_k, signal=signal)  # fmt: skip
@@ -388,21 +353,6 @@ class MemoryFabric:
 
 def _derive_id(kind: str, content: str, now: str) -> str:
     return hashlib.sha256(f"fabric\x00{kind}\x00{content}\x00{now}\x00{uuid.uuid4()}".encode()).hexdigest()[:12]
-
-
-def _lookup_observation(source: Any, obs_id: str) -> dict[str, Any] | None:
-    lookup = getattr(source, "observation", None)
-    if callable(lookup):
-        found = lookup(obs_id)
-        return found if isinstance(found, dict) else None
-    session = getattr(source, "session", None)
-    entries = getattr(session, "entries", None)
-    if not callable(entries):
-        raise MemoryValidationError("the observational source must expose session.entries()")
-    for entry in entries():
-        if isinstance(entry, dict) and entry.get("type") == "observation" and entry.get("id") == obs_id:
-            return entry
-    return None
 
 
 def create_memory_fabric(

@@ -8,10 +8,10 @@ from typing import Any
 
 from afi.model import Entry, rfc3339
 
+from ..fabric.render import render_note
+from ..fabric.types import MemoryNote
+from ..workspace.workspace import FileStat
 from .notes_view import NoteRow, rendered_etag
-from .render import render_note
-from .types import MemoryNote
-from .workspace import FileStat
 
 __all__ = ["EPOCH", "block_entry", "content_type", "dir_entry", "file_entry", "manifest_entry", "row_entry"]
 

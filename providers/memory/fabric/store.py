@@ -15,7 +15,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -27,124 +26,13 @@ from afi.sqlite import Connections, configure
 from .errors import MemoryValidationError
 from .lexical import TermStats
 from .render import render_note
-from .types import MemoryNote, NoteLink, PromotedFrom, Scope
+from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
+from .schema import MIGRATIONS, split_sql
+from .types import MemoryNote, Scope
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
-_JSON_FIELDS = ("links", "tags", "keywords", "source_entry_ids", "promoted_from", "consent")
-NOTE_COLUMNS = (
-    "id", "kind", "name", "content", "ingested_at", "created_at", "updated_at", "token_count", "t_ref",
-    "valid_from", "valid_to", "supersedes", "links", "tags", "keywords", "context", "importance",
-    "source_entry_ids", "path", "block", "promoted_from", "consent", "status", "forgotten_at",
-)  # fmt: skip
-_SELECT = ", ".join(("rowid", "seq", *NOTE_COLUMNS))
-# what the vector index keeps of a row (see vectors.py)
-_INDEX_SELECT = "rowid, id, kind, valid_from, valid_to, consent, source_entry_ids, status, embedding"
-
-_MIGRATIONS: tuple[tuple[int, str], ...] = (
-    (
-        1,
-        """
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE notes (
-            rowid INTEGER PRIMARY KEY,
-            tenant_id TEXT NOT NULL, resource_id TEXT NOT NULL, thread_id TEXT NOT NULL,
-            id TEXT NOT NULL, kind TEXT NOT NULL, name TEXT, content TEXT NOT NULL,
-            ingested_at TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT, token_count INTEGER NOT NULL,
-            t_ref TEXT, valid_from TEXT, valid_to TEXT, supersedes TEXT, links TEXT, tags TEXT, keywords TEXT,
-            context TEXT, importance REAL, source_entry_ids TEXT, path TEXT, block TEXT, promoted_from TEXT,
-            consent TEXT, status TEXT NOT NULL DEFAULT 'active', forgotten_at TEXT,
-            seq INTEGER NOT NULL, rendered TEXT NOT NULL, embedding BLOB,
-            UNIQUE (tenant_id, resource_id, thread_id, id)
-        );
-        CREATE INDEX notes_kind_name ON notes (tenant_id, resource_id, thread_id, kind, name);
-        CREATE INDEX notes_path ON notes (tenant_id, resource_id, thread_id, path) WHERE path IS NOT NULL;
-        CREATE VIRTUAL TABLE notes_trigram USING fts5(
-            rendered, content='notes', content_rowid='rowid', tokenize='trigram');
-        CREATE VIRTUAL TABLE notes_lexical USING fts5(
-            content, tags, keywords, context, content='notes', content_rowid='rowid',
-            tokenize='porter unicode61');
-        CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN
-            INSERT INTO notes_trigram (rowid, rendered) VALUES (new.rowid, new.rendered);
-            INSERT INTO notes_lexical (rowid, content, tags, keywords, context)
-                VALUES (new.rowid, new.content, new.tags, new.keywords, new.context);
-        END;
-        CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN
-            INSERT INTO notes_trigram (notes_trigram, rowid, rendered) VALUES ('delete', old.rowid, old.rendered);
-            INSERT INTO notes_lexical (notes_lexical, rowid, content, tags, keywords, context)
-                VALUES ('delete', old.rowid, old.content, old.tags, old.keywords, old.context);
-        END;
-        CREATE TRIGGER notes_au_trigram AFTER UPDATE OF rendered ON notes BEGIN
-            INSERT INTO notes_trigram (notes_trigram, rowid, rendered) VALUES ('delete', old.rowid, old.rendered);
-            INSERT INTO notes_trigram (rowid, rendered) VALUES (new.rowid, new.rendered);
-        END;
-        CREATE TRIGGER notes_au_lexical AFTER UPDATE OF content, tags, keywords, context ON notes BEGIN
-            INSERT INTO notes_lexical (notes_lexical, rowid, content, tags, keywords, context)
-                VALUES ('delete', old.rowid, old.content, old.tags, old.keywords, old.context);
-            INSERT INTO notes_lexical (rowid, content, tags, keywords, context)
-                VALUES (new.rowid, new.content, new.tags, new.keywords, new.context);
-        END;
-        CREATE TABLE source_lineage (
-            tenant_id TEXT NOT NULL, resource_id TEXT NOT NULL, thread_id TEXT NOT NULL,
-            entry_id TEXT NOT NULL, status TEXT NOT NULL, changed_at TEXT NOT NULL,
-            PRIMARY KEY (tenant_id, resource_id, thread_id, entry_id)
-        );
-        CREATE TABLE working (
-            tenant_id TEXT NOT NULL, resource_id TEXT NOT NULL, thread_id TEXT NOT NULL,
-            value TEXT NOT NULL, version INTEGER NOT NULL,
-            PRIMARY KEY (tenant_id, resource_id, thread_id)
-        );
-        CREATE TABLE note_changes (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            tenant_id TEXT NOT NULL, resource_id TEXT NOT NULL, thread_id TEXT NOT NULL,
-            note_id TEXT NOT NULL, op TEXT NOT NULL
-        );
-        CREATE INDEX note_changes_scope ON note_changes (tenant_id, resource_id, thread_id, seq);
-        """,
-    ),
-)
-
 _MEMORY_LOCKS: dict[int, threading.RLock] = {}
-
-
-def iso_now() -> str:
-    """Return the current UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _scope_key(scope: Scope) -> tuple[str, str, str]:
-    return (scope.tenant_id, scope.resource_id, scope.thread_id)
-
-
-def note_from_row(row: Sequence[Any], scope: Scope | None = None) -> MemoryNote:
-    """Given a row selected as ``rowid, seq, *NOTE_COLUMNS``, return the MemoryNote it stores."""
-    data: dict[str, Any] = dict(zip(NOTE_COLUMNS, row[2:], strict=True))
-    for key in _JSON_FIELDS:
-        raw = data[key]
-        data[key] = json.loads(raw) if raw is not None else None
-    data["links"] = [NoteLink(**link) for link in data["links"] or []]
-    data["tags"] = data["tags"] or []
-    data["keywords"] = data["keywords"] or []
-    data["source_entry_ids"] = data["source_entry_ids"] or []
-    if data["promoted_from"] is not None:
-        data["promoted_from"] = PromotedFrom(**data["promoted_from"])
-    return MemoryNote(**data, scope=scope)
-
-
-def _note_values(note: MemoryNote) -> list[Any]:
-    values: list[Any] = []
-    for key in NOTE_COLUMNS:
-        value = getattr(note, key)
-        if key in _JSON_FIELDS:
-            if key == "links":
-                value = [link.model_dump(exclude_none=True) for link in value] or None
-            elif key == "promoted_from":
-                value = value.model_dump() if value is not None else None
-            elif isinstance(value, list) and not value:
-                value = None
-            value = json.dumps(value, separators=(",", ":")) if value is not None else None
-        values.append(value)
-    return values
 
 
 class Store:
@@ -257,10 +145,10 @@ class Store:
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
         applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        for version, script in _MIGRATIONS:
+        for version, script in MIGRATIONS:
             if version in applied:
                 continue
-            for statement in _split_sql(script):
+            for statement in split_sql(script):
                 conn.execute(statement)
             conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, iso_now()))
 
@@ -480,14 +368,3 @@ class Store:
                     (payload, *_scope_key(scope), expected_version),
                 )
             return expected_version + 1 if cur.rowcount == 1 else None
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration script into statements, keeping trigger bodies whole."""
-    statements, current = [], ""
-    for line in script.strip().splitlines():
-        current += line + "\n"
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    return statements

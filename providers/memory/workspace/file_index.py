@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from afi.sqlite import Connections
 
-from .errors import MemoryValidationError
+from ..fabric.errors import MemoryValidationError
 from .jail import FileJail, read_at_most
 
 __all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileIndex"]

@@ -14,45 +14,20 @@ import shutil
 import stat as stat_mod
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.sqlite import Connections
 
-from .errors import MemoryValidationError
+from ..fabric.errors import MemoryValidationError
 from .file_index import INDEX_MAX_BYTES, SCHEMA, TEMP_PREFIX, FileIndex
+from .filestat import FileStat, file_stat
 from .jail import FileJail
 from .quota import WorkspaceLimits, check_limits, size_after
 
 __all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
 
 MAX_READ_BYTES = 256 << 20
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """What the tree needs of a workspace entry."""
-
-    name: str
-    kind: str  # "file" | "directory" | "symlink"
-    size: int
-    mtime: float
-    ctime: float
-    mtime_ns: int
-    ino: int
-    target: str | None = None
-
-
-def _file_stat(name: str, st: os.stat_result, target: str | None = None) -> FileStat:
-    if stat_mod.S_ISDIR(st.st_mode):
-        kind = "directory"
-    elif stat_mod.S_ISLNK(st.st_mode):
-        kind = "symlink"
-    else:
-        kind = "file"
-    size = 0 if kind == "directory" else st.st_size
-    return FileStat(name, kind, size, st.st_mtime, st.st_ctime, st.st_mtime_ns, st.st_ino, target)
 
 
 def is_reserved(rel: str) -> bool:
@@ -76,7 +51,7 @@ class Workspace:
         parent, name = self._split(rel, afi_path)
         if not name:
             try:
-                return _file_stat(self.jail.root.name, self.jail.root_stat())
+                return file_stat(self.jail.root.name, self.jail.root_stat())
             except MemoryValidationError as err:
                 raise InvalidPath(err.message, path=afi_path) from None
         if is_reserved(rel):
@@ -88,7 +63,7 @@ class Workspace:
         if stat_mod.S_ISLNK(st.st_mode):
             with contextlib.suppress(OSError, AfiError), self._folder(parent, afi_path) as folder:
                 link = _shown_link(os.readlink(name, dir_fd=folder))
-        return _file_stat(name, st, link)
+        return file_stat(name, st, link)
 
     def listdir(self, rel: str, afi_path: str) -> list[FileStat]:
         """Given a folder, return its children sorted by name (the workspace's own temporary files left out)."""
@@ -104,7 +79,7 @@ class Workspace:
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=afi_path) from None
         try:
             with os.scandir(fd) as it:
-                children = [_file_stat(e.name, e.stat(follow_symlinks=False)) for e in it if _shown_name(e.name)]
+                children = [file_stat(e.name, e.stat(follow_symlinks=False)) for e in it if _shown_name(e.name)]
         finally:
             os.close(fd)
         children.sort(key=lambda c: c.name)
@@ -135,7 +110,7 @@ class Workspace:
             data = os.pread(fd, want, offset) if want and offset < st.st_size else b""
         finally:
             os.close(fd)
-        return data, _file_stat(Path(rel).name, st)
+        return data, file_stat(Path(rel).name, st)
 
     # -- writes ----------------------------------------------------------------------------
     # Every write names its file relative to a folder descriptor from FileJail.folder (dir_fd), so a
@@ -226,7 +201,7 @@ class Workspace:
                 self._replace_at(folder, name, data, offset or 0)
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         full = self.index.index_path(rel)
-        return _file_stat(name, st), full
+        return file_stat(name, st), full
 
     @staticmethod
     def _replace_at(folder: int, name: str, data: bytes, offset: int) -> None:
@@ -281,7 +256,7 @@ class Workspace:
                     os.mkdir(name, 0o777, dir_fd=folder)  # the umask decides, as for mkdir(1)
                 except FileExistsError:
                     raise Conflict("this path already exists", path=afi_path) from None
-                return _file_stat(name, os.stat(name, dir_fd=folder, follow_symlinks=False))
+                return file_stat(name, os.stat(name, dir_fd=folder, follow_symlinks=False))
         except NotFound:
             raise NotFound("the parent folder does not exist (use parents to create it)", path=afi_path) from None
 
@@ -330,7 +305,7 @@ class Workspace:
         if st is None:
             raise NotFound("no such file or folder", path=src)
         if dst_rel == src_rel:
-            return _file_stat(dst_name, st), []
+            return file_stat(dst_name, st), []
         if dst_rel.startswith(src_rel + "/"):
             raise InvalidPath("a folder cannot be moved inside itself", path=dst)
         target = self._leaf(dst_parent, dst_name, dst)
@@ -353,7 +328,7 @@ class Workspace:
         for _, new in moved:
             with contextlib.suppress(OSError):  # the move is done; a file vanishing meanwhile is not indexed
                 self.index.index_path(new)
-        return _file_stat(dst_name, landed), moved
+        return file_stat(dst_name, landed), moved
 
     # -- index -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from afi.sqlite import Connections
 
-from .types import Scope
+from ..fabric.types import Scope
 
 __all__ = ["NoteRow", "NotesView", "now_iso"]
 

@@ -1,0 +1,62 @@
+"""Notes as rows of the store: the columns a note is stored in, and the conversions both ways."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .types import MemoryNote, NoteLink, PromotedFrom, Scope
+
+__all__ = ["NOTE_COLUMNS", "iso_now", "note_from_row"]
+
+_JSON_FIELDS = ("links", "tags", "keywords", "source_entry_ids", "promoted_from", "consent")
+NOTE_COLUMNS = (
+    "id", "kind", "name", "content", "ingested_at", "created_at", "updated_at", "token_count", "t_ref",
+    "valid_from", "valid_to", "supersedes", "links", "tags", "keywords", "context", "importance",
+    "source_entry_ids", "path", "block", "promoted_from", "consent", "status", "forgotten_at",
+)  # fmt: skip
+_SELECT = ", ".join(("rowid", "seq", *NOTE_COLUMNS))
+# what the vector index keeps of a row (see vectors.py)
+_INDEX_SELECT = "rowid, id, kind, valid_from, valid_to, consent, source_entry_ids, status, embedding"
+
+
+def iso_now() -> str:
+    """Return the current UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _scope_key(scope: Scope) -> tuple[str, str, str]:
+    return (scope.tenant_id, scope.resource_id, scope.thread_id)
+
+
+def note_from_row(row: Sequence[Any], scope: Scope | None = None) -> MemoryNote:
+    """Given a row selected as ``rowid, seq, *NOTE_COLUMNS``, return the MemoryNote it stores."""
+    data: dict[str, Any] = dict(zip(NOTE_COLUMNS, row[2:], strict=True))
+    for key in _JSON_FIELDS:
+        raw = data[key]
+        data[key] = json.loads(raw) if raw is not None else None
+    data["links"] = [NoteLink(**link) for link in data["links"] or []]
+    data["tags"] = data["tags"] or []
+    data["keywords"] = data["keywords"] or []
+    data["source_entry_ids"] = data["source_entry_ids"] or []
+    if data["promoted_from"] is not None:
+        data["promoted_from"] = PromotedFrom(**data["promoted_from"])
+    return MemoryNote(**data, scope=scope)
+
+
+def _note_values(note: MemoryNote) -> list[Any]:
+    values: list[Any] = []
+    for key in NOTE_COLUMNS:
+        value = getattr(note, key)
+        if key in _JSON_FIELDS:
+            if key == "links":
+                value = [link.model_dump(exclude_none=True) for link in value] or None
+            elif key == "promoted_from":
+                value = value.model_dump() if value is not None else None
+            elif isinstance(value, list) and not value:
+                value = None
+            value = json.dumps(value, separators=(",", ":")) if value is not None else None
+        values.append(value)
+    return values

@@ -1,0 +1,1 @@
+"""The observational ledger: sessions, their branch of entries, observations, and conversation search over them."""

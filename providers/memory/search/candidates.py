@@ -1,0 +1,127 @@
+"""Grep's candidates in one space: the documents of a scope that may match, and the cache that keeps them.
+
+The indexed part (notes and workspace files, possibly many) comes from the trigram indexes and is
+cached per (space, literals, scope), checked against the stores' change counters, so following a
+cursor costs one page of work; the small unindexed part (working blocks, the manifest, the ledger's
+views) is listed afresh each time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from afi.paths import is_within
+
+from ..fabric.render import render_note
+from ..ledger.conversation import episode_note
+from ..tree.ledger import ledger_text
+from ..tree.locate import MANIFEST_NAME, note_path
+from .grep import Candidate
+
+if TYPE_CHECKING:
+    from ..spaces import Space
+
+__all__ = ["GREP_CACHE_CANDIDATES", "GREP_CACHE_SIZE", "CandidateCache", "candidates", "load_texts"]
+
+GREP_CACHE_SIZE = 32
+GREP_CACHE_CANDIDATES = 400_000  # candidates kept across cached queries (~60 MB); the newest list always stays
+
+Key = tuple[str, tuple[str, ...], str]  # (space, literals, scope)
+Token = tuple[int, int]  # (notes' change seq, workspace's change seq)
+
+
+class CandidateCache:
+    """The newest candidate lists, at most :data:`GREP_CACHE_SIZE` of them and :data:`GREP_CACHE_CANDIDATES`
+    candidates in all (the newest list always stays), each valid while its change token is current."""
+
+    def __init__(self) -> None:
+        self._lists: OrderedDict[Key, tuple[Token, list[Candidate]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Key, token: Token, load: Callable[[], list[Candidate]]) -> list[Candidate]:
+        """The candidates of ``key`` read at ``token``: cached ones, or ``load()``'s, then kept."""
+        with self._lock:
+            cached = self._lists.get(key)
+            if cached is not None and cached[0] == token:
+                self._lists.move_to_end(key)
+                return cached[1]
+        found = load()
+        with self._lock:
+            self._lists[key] = (token, found)
+            self._lists.move_to_end(key)
+            held = sum(len(entry[1]) for entry in self._lists.values())
+            while len(self._lists) > 1 and (len(self._lists) > GREP_CACHE_SIZE or held > GREP_CACHE_CANDIDATES):
+                _, evicted = self._lists.popitem(last=False)
+                held -= len(evicted[1])
+        return found
+
+    def sizes(self) -> list[int]:
+        """How many candidates each cached list holds, oldest first."""
+        with self._lock:
+            return [len(entry[1]) for entry in self._lists.values()]
+
+
+def candidates(
+    cache: CandidateCache, name: str, space: Space, literals: list[str], scope: str, manifest: Callable[[], bytes]
+) -> list[Candidate]:
+    """Every document of the scope that may match, sorted by path."""
+    token = (space.notes.change_token(), space.workspace.change_token())
+    indexed = cache.get((name, tuple(literals), scope), token, lambda: _indexed(space, literals, scope))
+    fresh = sorted(c for c in _unindexed(space, scope, manifest) if is_within(c[0], scope))
+    return list(heapq.merge(indexed, fresh)) if fresh else indexed
+
+
+def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
+    found: list[Candidate] = []
+    if any(_overlaps(scope, area) for area in ("/facts", "/procedures", "/history")):
+        for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals):
+            found.append((f"/history/{id_}.md", "note", rowid))
+            if valid and name and kind in ("fact", "procedure"):
+                found.append((note_path(kind, name), "note", rowid))
+    if _overlaps(scope, "/files"):
+        found.extend(
+            (f"/files/{rel}", "file", rowid)
+            for rowid, rel in space.workspace.candidates(literals[0] if literals else None)
+        )
+    return sorted(c for c in found if is_within(c[0], scope))
+
+
+def _unindexed(space: Space, scope: str, manifest: Callable[[], bytes]) -> Iterator[Candidate]:
+    """The small unindexed documents of the areas the scope reaches."""
+    if _overlaps(scope, "/working"):
+        for label, note in space.fabric.blocks().items():
+            yield f"/working/{label}.md", "text", render_note(note)
+    if _overlaps(scope, "/.afi"):
+        yield f"/.afi/{MANIFEST_NAME}", "text", manifest().decode()
+    if _overlaps(scope, "/episodes"):
+        for obs in space.ledger.observations():
+            yield f"/episodes/{obs.id}.md", "text", render_note(episode_note(obs, space.fabric.memory.scope))
+    if _overlaps(scope, "/sessions"):
+        for sid in space.ledger.sessions():
+            yield f"/sessions/{sid}.md", "session", sid
+
+
+def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
+    """The texts of a batch of candidates, in order (``None`` for one that vanished meanwhile)."""
+    notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
+    files = space.workspace.texts_by_rowid([key for _, source, key in batch if source == "file"])
+    texts: list[str | None] = []
+    for path, source, key in batch:
+        if source == "note":
+            texts.append(notes.get(key))
+        elif source == "file":
+            texts.append(files.get(key))
+        elif source == "session":
+            texts.append(ledger_text(space.ledger, space.fabric.memory.scope, path)[1])
+        else:
+            texts.append(str(key))
+    return texts
+
+
+def _overlaps(scope: str, area: str) -> bool:
+    """True when a search scope and a folder share paths (one lies within the other)."""
+    return is_within(scope, area) or is_within(area, scope)

@@ -1,0 +1,102 @@
+"""Semantic search: fabric recall (and episode recall over the ledger) ranked by score, each with its ``x-explain`` row.
+
+Hits rank by the fused relevance, then recency and importance nudge them (:data:`SEARCH_SCORING`,
+docs/memory-fabric.md, "Recall and scoring"). A note shows at its folder's path while it is the
+version valid now, else at its ``/history`` version.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from afi.errors import InvalidPath
+from afi.model import Match, MatchPage, SearchRequest, SemanticQuery
+from afi.paths import is_within
+
+from ..fabric.types import ExplainRow, MemoryNote, RecallHit
+from ..ledger.conversation import episode_recall
+from ..tree.locate import note_path
+from .cursor import decode_cursor, encode_cursor
+
+if TYPE_CHECKING:
+    from ..spaces import Space
+
+__all__ = ["SEARCH_SCORING", "hit_path", "semantic", "semantic_matches"]
+
+SEARCH_SCORING = {"recency_weight": 0.1, "importance_weight": 0.1, "half_life_ms": 30 * 86_400_000}
+
+
+def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> MatchPage:
+    """Run a semantic query over the notes (and episodes) the scope reaches; return one page by score."""
+    query = request.query
+    assert isinstance(query, SemanticQuery)
+    if not query.semantic.strip():
+        raise InvalidPath("the semantic query is empty: ask a question")
+    kinds = request.kinds or (["episode"] if is_within(scope, "/episodes") else _kinds_for_scope(scope))
+    note_kinds = [k for k in kinds or ["fact", "file"] if k != "episode"]
+    pairs: list[tuple[RecallHit, ExplainRow]] = []
+    if note_kinds:
+        result = space.fabric.recall(query.semantic, kinds=note_kinds, as_of=request.as_of, top_k=32,
+                                     budget=request.budget, scoring=SEARCH_SCORING)  # fmt: skip
+        pairs = list(zip(result.hits, result.explain, strict=True))
+    if kinds is not None and "episode" in kinds:
+        memory = space.fabric.memory
+        pairs += episode_recall(memory.embedder, space.ledger.observations(), query.semantic, top_k=32,
+                                scope=memory.scope)  # fmt: skip
+        pairs.sort(key=lambda pair: -pair[0].score)
+    rows = []
+    for hit, explain in pairs:
+        current = hit.kind in ("fact", "procedure") and hit.name is not None and _is_current(space, hit)
+        rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
+    return semantic_matches(rows, request, scope, limit)
+
+
+def _is_current(space: Space, note: MemoryNote) -> bool:
+    found = space.notes.current(note.kind, note.name or "")
+    return found is not None and found[0].id == note.id
+
+
+def _kinds_for_scope(scope: str) -> list[str] | None:
+    for prefix, kinds in (("/facts", ["fact"]), ("/procedures", ["procedure"]), ("/files", ["file"])):
+        if is_within(scope, prefix):
+            return kinds
+    if is_within(scope, "/history"):
+        return ["fact", "procedure", "file"]
+    return None
+
+
+def semantic_matches(
+    hits: list[tuple[RecallHit, dict[str, object], str]], request: SearchRequest, scope: str, limit: int
+) -> MatchPage:
+    """Given recall hits with their explain rows and tree paths, return a page ordered by score."""
+    query = request.query
+    assert isinstance(query, SemanticQuery)
+    position = decode_cursor("semantic", request.cursor)
+    start = 0 if position is None else int(position["o"])
+    threshold = query.threshold
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise InvalidPath("the semantic threshold must be between 0 and 1")
+    ranked: list[Match] = []
+    for hit, explain, path in hits:
+        score = max(0.0, min(1.0, float(hit.score)))
+        if threshold is not None and score < threshold:
+            continue
+        if not is_within(path, scope):
+            continue
+        first = hit.content.split("\n", 1)[0]
+        text = first if len(first) <= 256 else first[:255] + "…"
+        ranked.append(Match(path=path, line=1, text=text, score=score, x_explain=explain, x_id=hit.id, x_kind=hit.kind))
+    page = ranked[start : start + limit]
+    more = start + limit < len(ranked)
+    return MatchPage(matches=page, next_cursor=encode_cursor("semantic", {"o": start + limit}) if more else None)
+
+
+def hit_path(hit: RecallHit, current: bool) -> str:
+    """Where a recalled note shows in the tree: its folder when current, else its history version."""
+    if hit.kind == "file" and hit.path:
+        return "/files/" + hit.path.lstrip("/")
+    if hit.kind == "episode":
+        return f"/episodes/{hit.id}.md"
+    if current and hit.name and hit.kind in ("fact", "procedure"):
+        return note_path(hit.kind, hit.name)
+    return f"/history/{hit.id}.md"

@@ -1,0 +1,81 @@
+"""The spaces of one store: what each holds open (its fabric, notes view, workspace and ledger), opened once."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from afi.errors import InvalidPath
+from afi.sqlite import Connections
+
+from .fabric.embedders import Embedder
+from .fabric.fabric import MemoryFabric, create_memory_fabric
+from .fabric.memory import space_memory
+from .ledger.ledger import Ledger
+from .tree.notes_view import NotesView
+from .workspace.locks import SpaceLocks
+from .workspace.workspace import Workspace, WorkspaceLimits
+
+__all__ = ["SPACE_NAME", "Space", "Spaces", "check_space_name"]
+
+SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Space:
+    """What one space holds open: its fabric, the notes view, the workspace and the ledger."""
+
+    fabric: MemoryFabric
+    notes: NotesView
+    workspace: Workspace
+    ledger: Ledger
+
+
+class Spaces:
+    """Opens each space of the store at first use, sweeping its workspace's orphaned temporary files."""
+
+    def __init__(
+        self,
+        db: Path,
+        connections: Connections,
+        root: Path,
+        limits: WorkspaceLimits,
+        locks: SpaceLocks,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self._db, self._connections, self._root, self._limits = db, connections, root, limits
+        self._locks = locks
+        self._embedder = embedder
+        self._open: dict[str, Space] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Space:
+        found = self._open.get(name)
+        if found is not None:
+            return found
+        check_space_name(name)
+        with self._locks.hold(name):  # no writer is mid-way, so a temporary file found now is an orphan
+            found = self._get_or_open(name)
+            found.workspace.sweep_temporary_files()
+        return found
+
+    def _get_or_open(self, name: str) -> Space:
+        with self._lock:
+            found = self._open.get(name)
+            if found is None:
+                memory = space_memory(self._db, name, embedder=self._embedder)
+                found = Space(
+                    create_memory_fabric(memory),
+                    NotesView(self._connections, memory.scope),
+                    Workspace(self._root, name, self._connections, self._limits),
+                    Ledger(self._db, space=name),
+                )
+                self._open[name] = found
+        return found
+
+
+def check_space_name(name: str) -> None:
+    if not SPACE_NAME.match(name):
+        raise InvalidPath(f"invalid space name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}")
