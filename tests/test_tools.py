@@ -286,3 +286,25 @@ def test_fabric_tools_returns_the_five_definitions(tmp_path: Path) -> None:
     fabric = create_memory_fabric(create_memory(tenant_id="t", resource_id="r", thread_id="h"))
     tools = fabric.tools(root=tmp_path)
     assert [t.name for t in tools] == ["memory.view", "memory.read", "memory.insert", "memory.recall", "memory.forget"]
+
+
+def test_a_symlinked_space_folder_is_refused_by_the_file_tools(fabric: Any, session: Session, tmp_path: Path) -> None:
+    base, outside = tmp_path / "workspaces", tmp_path / "elsewhere"
+    base.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside secret")
+    os.symlink(outside, base / "evil")
+    tools = by_name(create_fabric_tools(fabric, root=base, space="evil"))
+    calls = [
+        ("memory.view", {"path": ""}),
+        ("memory.read", {"path": "secret.txt"}),
+        ("memory.insert", {"path": "planted.txt", "text": "x"}),
+    ]
+    for name, args in calls:
+        with pytest.raises(MemoryValidationError, match="space folder"):
+            tools[name].run(session, args)
+    assert sorted(os.listdir(outside)) == ["secret.txt"]
+    (base / "good").mkdir()
+    good = by_name(create_fabric_tools(fabric, root=base, space="good"))
+    good["memory.insert"].run(session, {"path": "notes.txt", "text": "inside"})
+    assert (base / "good" / "notes.txt").read_text() == "inside"

@@ -67,7 +67,7 @@ class _FabricSessions:
         with self._lock:
             self._attached[session_id] = attachment
         specs = []
-        for tool in create_fabric_tools(fabric, root=self.provider.root / caller.space):
+        for tool in create_fabric_tools(fabric, root=self.provider.root, space=caller.space):
 
             def call(who: Caller, args: dict[str, Any], run: Any = tool.run) -> ToolOutput:
                 data = run(session, args)

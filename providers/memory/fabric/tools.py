@@ -107,9 +107,16 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def create_fabric_tools(
-    fabric: _Fabric, *, root: str | os.PathLike[str] | None = None, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    fabric: _Fabric,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    space: str | None = None,
 ) -> list[ToolDefinition]:
     """Given a fabric (and optionally a workspace root), return the five governed tool definitions.
+
+    With ``space``, the files are those of the folder ``root/space``, which must be a real folder
+    beneath ``root`` (the workspace jail's rule: a symlinked space folder is refused at every use).
 
     Raises:
         MemoryValidationError: ``max_file_bytes`` is not a positive integer up to 1 MiB.
@@ -118,7 +125,7 @@ def create_fabric_tools(
         raise MemoryValidationError("max_file_bytes must be a positive integer")
     if max_file_bytes > HARD_MAX_FILE_BYTES:
         raise MemoryValidationError(f"max_file_bytes exceeds the hard cap of {HARD_MAX_FILE_BYTES} bytes")
-    files = _Files(Path(root).expanduser() if root is not None else None, max_file_bytes)
+    files = _Files(Path(root).expanduser() if root is not None else None, max_file_bytes, space)
 
     def view(args: Mapping[str, Any]) -> dict[str, Any]:
         return files.view(str(args.get("path", "")))
@@ -209,15 +216,19 @@ def _is_attached(fabric: _Fabric, session: Any) -> bool:
 class _Files:
     """The jailed file operations behind view/read/insert; each resolves before any I/O."""
 
-    def __init__(self, root: Path | None, cap: int) -> None:
+    def __init__(self, root: Path | None, cap: int, space: str | None = None) -> None:
         self.root = root
         self.cap = cap
+        self.space = space
 
     def jail(self, *, create: bool) -> FileJail:
         if self.root is None:
             raise MemoryValidationError("these tools were built without a root, so file paths are unavailable")
-        if not create and not self.root.is_dir():
-            raise MemoryNotFoundError("the memory root does not exist yet", path=str(self.root))
+        folder = self.root if self.space is None else self.root / self.space
+        if not create and not os.path.lexists(folder):
+            raise MemoryNotFoundError("the memory root does not exist yet", path=str(folder))
+        if self.space is not None:
+            return FileJail(self.root, space=self.space, create=create)
         return FileJail(self.root, create=create)
 
     def view(self, requested: str) -> dict[str, Any]:
