@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from .errors import Forbidden
 from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 
-__all__ = ["SCOPES", "Caller", "Provider"]
+__all__ = ["SCOPES", "BoundVerbs", "Caller", "Provider"]
 
 SCOPES = ("afi:read", "afi:write", "afi:admin")
 
@@ -90,3 +90,49 @@ class Provider(Protocol):
     def delete(self, caller: Caller, path: str, *, recursive: bool = False) -> DeleteResult: ...
 
     def move(self, caller: Caller, source: str, destination: str, *, overwrite: bool = False) -> Entry: ...
+
+
+class BoundVerbs:
+    """A provider's verbs with the caller bound: what an in-process client and the SSH shell both call.
+
+    ``search`` is left to each user of it: the shapes its callers hand in differ.
+    """
+
+    def __init__(self, provider: Provider, caller: Caller) -> None:
+        self.provider = provider
+        self.caller = caller
+
+    def manifest(self) -> Manifest:
+        return self.provider.manifest()
+
+    def stat(self, path: str) -> Entry:
+        return self.provider.stat(self.caller, path)
+
+    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
+        return self.provider.list(self.caller, path, limit=limit, cursor=cursor, glob=glob)
+
+    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
+        return self.provider.read(self.caller, path, offset=offset, length=length)
+
+    def write(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        offset: int | None = None,
+        append: bool = False,
+        create_only: bool = False,
+        if_match: str | None = None,
+    ) -> Entry:
+        return self.provider.write(
+            self.caller, path, data, offset=offset, append=append, create_only=create_only, if_match=if_match
+        )
+
+    def mkdir(self, path: str, *, parents: bool = False) -> Entry:
+        return self.provider.mkdir(self.caller, path, parents=parents)
+
+    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
+        return self.provider.delete(self.caller, path, recursive=recursive)
+
+    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry:
+        return self.provider.move(self.caller, source, destination, overwrite=overwrite)

@@ -16,14 +16,12 @@ the transport (:mod:`afi.bindings.mcp.http` for Streamable HTTP, :func:`stdio_in
 
 from __future__ import annotations
 
-import json
 import threading
-from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from dataclasses import replace
+from typing import Any
 
 import jsonschema
 import mcp_types as types
-from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -37,14 +35,13 @@ from ..offload import guarded, offload
 from .check import QuickCheck, quick_check
 from .discovery import CALL_TOOL, discovery_tools
 from .resources import list_resources, list_templates, read_resource
+from .results import error_result, exposed_names, mcp_tool, success_result
+from .sessions import SCOPE_KEY, FabricSessions, LiveSession, RequestInfo, ToolNames, connection_of, stdio_info
 from .tools import ToolOutput, ToolSpec, afi_tools
 
 __all__ = ["IDEMPOTENCY_META", "FabricSessions", "LiveSession", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
 
-ToolNames = Literal["dotted", "underscore", "both"]
-Mode = Literal["tools", "discovery"]
 IDEMPOTENCY_META = "idempotencyKey"
-SCOPE_KEY = "afi.mcp"  # where the HTTP transport leaves the RequestInfo in the ASGI scope
 _TRACKED = "afi.session"  # set in a connection's state once its end is wired to end_session
 INSTRUCTIONS = (
     "An agent's memory as a filesystem (AFI). Notes: /facts/<name>.md, /procedures/<name>.md, "
@@ -52,79 +49,6 @@ INSTRUCTIONS = (
     "find with afi.search (exact, regex or semantic), remember by writing a note path with afi.write, "
     "forget with afi.delete. Errors are JSON {code, message, path?}."
 )
-
-
-@dataclass(frozen=True)
-class RequestInfo:
-    """Who calls, in which mode, in which stateful session (None: no session), with which header key."""
-
-    caller: Caller
-    mode: Mode = "tools"
-    session_id: str | None = None
-    idempotency_key: str | None = None
-
-
-@dataclass
-class LiveSession:
-    """A stateful session the transport holds open: who opened it, in which mode, its tools once attached."""
-
-    caller: Caller
-    mode: Mode
-    tools: list[ToolSpec] | None = None
-
-
-def stdio_info(caller: Caller, mode: Mode = "tools", session_id: str = "stdio") -> RequestInfo:
-    """Given the process's caller, return the RequestInfo of a stdio server (one process, one session)."""
-    return RequestInfo(caller, mode, session_id)
-
-
-class FabricSessions(Protocol):
-    """Attaches the fabric to one MCP session and hands back its ``memory.*`` tools."""
-
-    def open(self, caller: Caller, session_id: str) -> list[ToolSpec]:
-        """Attach a fabric session for ``session_id``; return its tools (they refuse once closed)."""
-        ...
-
-    def close(self, session_id: str) -> None:
-        """Detach the session (harmless when it was never opened)."""
-        ...
-
-
-def exposed_names(name: str, style: ToolNames) -> list[str]:
-    """Given a dotted tool name and the naming style, return the names the tool is offered under."""
-    under = name.replace(".", "_")
-    if style == "dotted" or under == name:
-        return [name]
-    if style == "underscore":
-        return [under]
-    return [name, under]
-
-
-def error_result(err: AfiError) -> types.CallToolResult:
-    """Given an AfiError, return the tool error whose text is its JSON ``{code, message, path?}``."""
-    # No structured content: some clients check it against the tool's output schema even on errors.
-    body = err.to_dict()
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))], is_error=True)
-
-
-def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        read_only_hint=spec.read_only,
-        destructive_hint=spec.destructive,
-        idempotent_hint=spec.idempotent,
-        open_world_hint=False,
-    )
-
-
-def mcp_tool(spec: ToolSpec, name: str) -> types.Tool:
-    """Given a tool spec and the name to offer it under, return the MCP tool definition."""
-    return types.Tool(
-        name=name,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        output_schema=spec.output_schema,
-        annotations=_annotations(spec),
-    )
 
 
 class McpBinding:
@@ -198,7 +122,7 @@ class McpBinding:
             if isinstance(found, RequestInfo):
                 # The session is the SDK's connection, not the header: a 2026-era request (one
                 # connection per request) has none whatever header it carries.
-                session_id = _connection(ctx).session_id
+                session_id = connection_of(ctx).session_id
                 return found if found.session_id == session_id else replace(found, session_id=session_id)
         if self.default_info is not None:
             return self.default_info
@@ -230,7 +154,7 @@ class McpBinding:
         no clock of our own. A connection without a session id (stdio, stateless, the 2026 era) opens
         nothing here.
         """
-        connection, request = _connection(ctx), ctx.request
+        connection, request = connection_of(ctx), ctx.request
         session_id = connection.session_id
         if session_id is None or request is None or connection.state.get(_TRACKED):
             return
@@ -384,7 +308,7 @@ class McpBinding:
         if claim.action == "replay":
             stored = claim.result or {}
             output = ToolOutput(stored.get("structured", {}), str(stored.get("text", "")))
-            return _success(output, claim.describe(status="completed", stored=True))
+            return success_result(output, claim.describe(status="completed", stored=True))
         try:
             output = await offload(spec.call, info.caller, arguments)
         except AfiError as err:
@@ -394,7 +318,7 @@ class McpBinding:
             return result
         record = {"structured": output.structured, "text": output.text}
         finished, saved = await offload(receipts.finish, claim, result=record, failed=False)
-        return _success(output, finished.describe(status="completed", stored=saved))
+        return success_result(output, finished.describe(status="completed", stored=saved))
 
     async def _execute(
         self, spec: ToolSpec, caller: Caller, arguments: dict[str, Any], durable: dict[str, Any] | None
@@ -406,7 +330,7 @@ class McpBinding:
                 output = await offload(spec.call, caller, arguments)
         except AfiError as err:
             return error_result(err)
-        return _success(output, durable)
+        return success_result(output, durable)
 
     def _validate(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
         if spec.name not in self._quick:
@@ -438,27 +362,3 @@ class McpBinding:
     ) -> types.ReadResourceResult:
         caller = self.info(ctx).caller
         return await read_resource(self.provider, caller, params.uri)
-
-
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
-    """Given a request context, return the SDK connection it came on (one per stateful HTTP session).
-
-    The only private access here: mcp 2.3's low-level context does not expose the connection yet (the
-    new ``Context.connection`` does, and the SDK marks ``_make_context`` for that rework), but the
-    ``ServerSession`` it hands every handler holds it. Everything used from it is public:
-    ``session_id``, ``state`` and ``exit_stack`` (documented for per-connection teardown).
-    """
-    found = getattr(ctx, "connection", None)
-    if isinstance(found, Connection):
-        return found
-    connection: Connection = ctx.session._connection
-    return connection
-
-
-def _success(output: ToolOutput, durable: dict[str, Any] | None) -> types.CallToolResult:
-    result = types.CallToolResult(
-        content=[types.TextContent(text=output.text)], structured_content=output.structured, is_error=False
-    )
-    if durable is not None:
-        result.meta = {"durableExecution": durable}
-    return result

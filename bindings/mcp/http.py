@@ -33,7 +33,8 @@ from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
 from afi.provider import SCOPES, Caller
 
-from .binding import SCOPE_KEY, McpBinding, Mode, RequestInfo
+from .binding import McpBinding
+from .sessions import SCOPE_KEY, Mode, RequestInfo
 
 __all__ = ["METADATA_PATH", "McpHttp", "mount_mcp"]
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from afi.errors import InvalidPath
 from afi.model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
-from afi.provider import Caller, Provider
+from afi.provider import BoundVerbs
 
 __all__ = ["CallerVerbs", "Verbs"]
 
@@ -39,24 +39,8 @@ class Verbs(Protocol):
     def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry: ...
 
 
-class CallerVerbs:
+class CallerVerbs(BoundVerbs):
     """:class:`Verbs` that call ``provider`` in-process as ``caller``."""
-
-    def __init__(self, provider: Provider, caller: Caller) -> None:
-        self.provider = provider
-        self.caller = caller
-
-    def manifest(self) -> Manifest:
-        return self.provider.manifest()
-
-    def stat(self, path: str) -> Entry:
-        return self.provider.stat(self.caller, path)
-
-    def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
-        return self.provider.list(self.caller, path, limit=limit, cursor=cursor, glob=glob)
-
-    def read(self, path: str, *, offset: int = 0, length: int | None = None) -> ReadResult:
-        return self.provider.read(self.caller, path, offset=offset, length=length)
 
     def search(
         self, query: str | dict[str, Any], *, path: str = "/", limit: int = 100, cursor: str | None = None
@@ -66,15 +50,3 @@ class CallerVerbs:
         except ValueError as err:
             raise InvalidPath(f"bad search request: {err}") from None
         return self.provider.search(self.caller, request)
-
-    def write(self, path: str, data: bytes, *, append: bool = False, create_only: bool = False) -> Entry:
-        return self.provider.write(self.caller, path, data, append=append, create_only=create_only)
-
-    def mkdir(self, path: str, *, parents: bool = False) -> Entry:
-        return self.provider.mkdir(self.caller, path, parents=parents)
-
-    def delete(self, path: str, *, recursive: bool = False) -> DeleteResult:
-        return self.provider.delete(self.caller, path, recursive=recursive)
-
-    def move(self, source: str, destination: str, *, overwrite: bool = False) -> Entry:
-        return self.provider.move(self.caller, source, destination, overwrite=overwrite)
