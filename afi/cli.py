@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "afi.commands.serve",
     "afi.commands.token",
     "afi.commands.audit",
+    "afi.commands.db",
     "afi.commands.conformance",
     "afi.commands.mount",
     "afi.commands.mcp",

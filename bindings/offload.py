@@ -10,19 +10,23 @@ under trio (FUSE): anyio picks the running loop's own thread pool.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from afi.errors import AfiError, Internal
 
-__all__ = ["guarded", "offload", "stray"]
+__all__ = ["guarded", "offload", "search_lane", "stray"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("afi.bindings")
+
+_SEARCH_LANE: RunVar[anyio.CapacityLimiter] = RunVar("afi_search_lane")
 
 
 def stray(err: Exception) -> Internal:
@@ -45,3 +49,27 @@ def guarded(fn: Callable[..., T], /, *args: Any, **kw: Any) -> T:
 async def offload(fn: Callable[..., T], /, *args: Any, limiter: anyio.CapacityLimiter | None = None, **kw: Any) -> T:
     """Run ``fn(*args, **kw)`` in a worker thread, :func:`guarded`; ``limiter`` caps the threads in use."""
     return await anyio.to_thread.run_sync(partial(guarded, fn, *args, **kw), limiter=limiter)
+
+
+def search_lane() -> anyio.CapacityLimiter:
+    """The worker threads searches of this event loop may hold at once: ``AFI_SEARCH_THREADS``, or as
+    many as the machine has cores.
+
+    A search is CPU work (SQLite and the matcher) in one thread; running more of them at once than
+    there are cores makes each slower (GIL handoffs, per-connection page caches) without finishing
+    any sooner, while stats and reads wait behind them. Searches past the lane queue; other verbs
+    keep their own threads.
+    """
+    try:
+        return _SEARCH_LANE.get()
+    except LookupError:
+        lane = anyio.CapacityLimiter(_search_threads())
+        _SEARCH_LANE.set(lane)
+        return lane
+
+
+def _search_threads() -> int:
+    configured = os.environ.get("AFI_SEARCH_THREADS", "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, len(os.sched_getaffinity(0)))

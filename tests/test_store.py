@@ -10,6 +10,7 @@ import pytest
 from afi.providers.memory import HashEmbedder, MemoryNote, MemoryValidationError, Scope, Store
 from afi.providers.memory.fabric.render import render_note
 from afi.providers.memory.fabric.store import iso_now
+from afi.storage import LATEST
 
 SCOPE = Scope(tenant_id="t", resource_id="r", thread_id="main")
 
@@ -35,10 +36,10 @@ def test_open_sets_wal_migrations_and_embedder(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-    assert store.migrations == [1]
+    assert store.migrations == list(range(1, LATEST + 1))
     store.close()
     again = Store(db, embedder_name="hash-fnv1a-384", dims=384)
-    assert again.migrations == [1]
+    assert again.migrations == list(range(1, LATEST + 1))
     again.close()
 
 

@@ -8,7 +8,8 @@ so the command modules (:mod:`afi.commands`) only parse options and call it:
 - :mod:`.serve`: the HTTP app with MCP at ``/mcp`` (:class:`~.serve.AppSpec`), one process or workers;
 - :mod:`.mcp`: the MCP binding over the memory provider (a fabric per session), stdio and HTTP;
 - :mod:`.ssh`: the SSH server, alone or beside the HTTP one;
-- :mod:`.mount`: the FUSE mount.
+- :mod:`.mount`: the FUSE mount;
+- :mod:`.db`: the store file's schema (``afi db status``, ``afi db migrate``).
 
 Each submodule imports its binding (FastAPI, the MCP SDK, asyncssh, pyfuse3) at the top, so this
 package imports none of them: a command loads only the room it uses.

@@ -4,12 +4,12 @@ Not specific to any provider: API keys (:mod:`.keys`), SSH public keys (:mod:`.s
 OpenSSH authorized-keys file in :mod:`.authorized_keys`), the door itself (:mod:`.door`: a token or
 a loopback owner becomes a :class:`~afi.provider.Caller`), rate limits (:mod:`.ratelimit`), the audit
 log of write verbs (:mod:`.audit`) and the MCP idempotency receipts (:mod:`.receipts`). Each store
-keeps its own table in the one SQLite file (``CREATE … IF NOT EXISTS``).
+keeps its own table in the one SQLite file; every table is created by :mod:`afi.storage.schema`.
 """
 
 from __future__ import annotations
 
-from .audit import AUDIT_SCHEMA, AuditLog
+from .audit import AuditLog
 from .authorized_keys import AuthorizedKeys, caller_for, fingerprint, parse_key_line
 from .door import Door, InvalidToken, is_loopback_host, is_loopback_origin
 from .keys import LOCAL_OWNER, TOKEN_PREFIX, KeyRecord, KeyStore
@@ -18,7 +18,6 @@ from .receipts import ReceiptStore
 from .ssh_keys import SshKeyRecord, SshKeyStore
 
 __all__ = [
-    "AUDIT_SCHEMA",
     "LOCAL_OWNER",
     "TOKEN_PREFIX",
     "AuditLog",

@@ -11,28 +11,19 @@ from typing import Any
 from ..model import rfc3339
 from ..provider import Caller
 from ..sqlite import Connections
+from ..storage import ensure_schema
 
-__all__ = ["AUDIT_SCHEMA", "AuditLog"]
+__all__ = ["AuditLog"]
 
-AUDIT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    space TEXT NOT NULL,
-    verb TEXT NOT NULL,
-    path TEXT NOT NULL,
-    result TEXT NOT NULL
-);
-"""
 _COLUMNS = ("at", "principal", "space", "verb", "path", "result")
 
 
 class AuditLog:
-    """Given the store's connections (whose schema includes :data:`AUDIT_SCHEMA`), record and read rows."""
+    """Given the store's connections, record and read rows (table ``audit``, see :mod:`afi.storage.schema`)."""
 
     def __init__(self, connections: Connections) -> None:
         self._db = connections
+        ensure_schema(connections.get())
 
     def record(self, caller: Caller, verb: str, path: str, result: str) -> None:
         """Record one write verb; the path as the caller sent it (a lone surrogate kept as ``\\ud800``)."""

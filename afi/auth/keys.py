@@ -18,23 +18,13 @@ from pathlib import Path
 from ..errors import InvalidPath, Unauthorized
 from ..provider import SCOPES, Caller
 from ..sqlite import Connections
+from ..storage import ensure_schema
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
 
 TOKEN_PREFIX = "afi_"
 LOCAL_OWNER = Caller(principal="local", space="default", scopes=frozenset(SCOPES))
 _SPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS afi_keys (
-    id TEXT PRIMARY KEY,
-    name TEXT,
-    space TEXT NOT NULL,
-    scopes TEXT NOT NULL,
-    token_sha256 TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-)
-"""
 
 
 @dataclass(frozen=True)
@@ -68,8 +58,7 @@ class KeyStore:
         self.db = str(db)
         self._busy_timeout_ms = busy_timeout_ms
         self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
-        with self._conn() as conn:
-            conn.execute(_SCHEMA)
+        ensure_schema(self._conn())
 
     def _conn(self) -> sqlite3.Connection:
         return self._db.get()

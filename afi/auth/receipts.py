@@ -26,6 +26,7 @@ from ..errors import Conflict, InvalidPath
 from ..model import rfc3339
 from ..provider import Caller
 from ..sqlite import Connections
+from ..storage import ensure_schema
 
 __all__ = [
     "RECEIPT_TTL_SECONDS",
@@ -42,22 +43,6 @@ MAX_KEY_LENGTH = 256
 ENGINE = "afi-idempotency-store"
 _BUSY_TIMEOUT_MS = 5000
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS afi_receipts (
-    principal TEXT NOT NULL,
-    space TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    key TEXT NOT NULL,
-    args_sha256 TEXT NOT NULL,
-    execution_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    result TEXT,
-    started_at REAL NOT NULL,
-    completed_at REAL,
-    PRIMARY KEY (principal, space, tool, key)
-);
-CREATE INDEX IF NOT EXISTS afi_receipts_started ON afi_receipts(started_at);
-"""
 
 Status = Literal["running", "completed", "failed"]
 
@@ -124,7 +109,8 @@ class ReceiptStore:
         self.ttl = ttl
         self.stale_after = stale_after
         self._clock = clock
-        self._db = Connections(db, schema=_SCHEMA, busy_timeout_ms=_BUSY_TIMEOUT_MS)
+        self._db = Connections(db, busy_timeout_ms=_BUSY_TIMEOUT_MS)
+        ensure_schema(self._conn())
 
     def _conn(self) -> sqlite3.Connection:
         return self._db.get()

@@ -15,24 +15,11 @@ from pathlib import Path
 from ..errors import InvalidPath
 from ..provider import Caller
 from ..sqlite import Connections
+from ..storage import ensure_schema
 from .authorized_keys import fingerprint, parse_key_line
 from .keys import KeyStore, _now
 
 __all__ = ["SshKeyRecord", "SshKeyStore"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS afi_ssh_keys (
-    id TEXT PRIMARY KEY,
-    name TEXT,
-    fingerprint TEXT NOT NULL UNIQUE,
-    public_key TEXT NOT NULL,
-    space TEXT,
-    scopes TEXT,
-    api_key TEXT,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-)
-"""
 
 
 @dataclass(frozen=True)
@@ -61,8 +48,7 @@ class SshKeyStore:
         self._busy_timeout_ms = busy_timeout_ms
         self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
         self._api = KeyStore(db, busy_timeout_ms=busy_timeout_ms)
-        with self._conn() as conn:
-            conn.execute(_SCHEMA)
+        ensure_schema(self._conn())
 
     def _conn(self) -> sqlite3.Connection:
         return self._db.get()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ..auth.audit import AUDIT_SCHEMA, AuditLog
+from ..auth.audit import AuditLog
 from ..sqlite import Connections
 from .errors import stderr
 from .options import DbOption, resolve_db
@@ -21,7 +21,7 @@ stdout = Console(highlight=False)
 
 def _log(db: DbOption) -> AuditLog:
     """The audit log of the store, opened without the rest of the provider."""
-    return AuditLog(Connections(resolve_db(db), schema=AUDIT_SCHEMA))
+    return AuditLog(Connections(resolve_db(db)))
 
 
 @audit_app.command("list")

@@ -26,15 +26,17 @@ RootOption = Annotated[
 SpaceOption = Annotated[str, typer.Option("--space", envvar="AFI_SPACE", help="Memory space to use")]
 
 
-def resolve_db(db: Path | None) -> Path:
-    """Given the ``--db`` value, return the store path, creating its folder."""
-    path = db if db is not None else default_data_dir() / "afi.db"
-    path.expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return path.expanduser()
+def resolve_db(db: Path | None, *, create: bool = True) -> Path:
+    """Given the ``--db`` value, return the store path, creating its folder (unless ``create`` is False)."""
+    path = (db if db is not None else default_data_dir() / "afi.db").expanduser()
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
-def resolve_root(root: Path | None) -> Path:
-    """Given the ``--root`` value, return the workspace root, creating it."""
+def resolve_root(root: Path | None, *, create: bool = True) -> Path:
+    """Given the ``--root`` value, return the workspace root, creating it (unless ``create`` is False)."""
     path = (root if root is not None else default_data_dir() / "files").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path

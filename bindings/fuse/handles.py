@@ -1,23 +1,40 @@
-"""What one open file handle of the mount holds: a read window, a write buffer, or a search.
+"""The mount's open handles: what one holds (a read window, a write buffer, a search, a listing) and their table.
 
 A written file is buffered whole and handed to the provider as one ``write`` when it is flushed,
 synced or released, so the provider never sees half a note. The search control file keeps its
 request and its answer per handle, so two processes searching at once never see each other's.
+:class:`Handles` numbers the open handles for the kernel and counts an open file on its inode.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyfuse3
 import trio
 
 from afi.errors import AfiError, InvalidPath
 from afi.model import Entry, MatchPage, SearchRequest, dump
+from afi.paths import is_within
 
-__all__ = ["SEARCH_USAGE", "DirHandle", "Fetch", "ReadHandle", "Row", "SearchHandle", "WriteHandle", "render_matches"]
+from .nodes import Inodes
+
+__all__ = [
+    "SEARCH_USAGE",
+    "DirHandle",
+    "Fetch",
+    "Handle",
+    "Handles",
+    "ReadHandle",
+    "Row",
+    "SearchHandle",
+    "WriteHandle",
+    "render_matches",
+]
 
 SEARCH_USAGE = (
     b"afi search: on one open handle, write a JSON request such as\n"
@@ -157,6 +174,77 @@ class DirHandle:
     rows: list[Row]
     token: Hashable = None  # the change token the listing was made under
     seen_at: float = 0.0  # time.monotonic() of the listing
+
+
+Handle = ReadHandle | WriteHandle | SearchHandle | DirHandle
+
+
+class Handles:
+    """The open handles, by the number the kernel knows each by; an open file holds its node in the inode table."""
+
+    def __init__(self, inodes: Inodes) -> None:
+        self._inodes = inodes
+        self._open: dict[int, Handle] = {}
+        self._next = 1
+
+    def open(self, handle: Handle) -> int:
+        """Given a new handle, return its number."""
+        fh = self._next
+        self._next += 1
+        self._open[fh] = handle
+        if isinstance(handle, ReadHandle | WriteHandle):
+            node = self._inodes.get(handle.ino)
+            if node is not None:
+                node.opened += 1
+        return fh
+
+    def close(self, fh: int) -> Handle | None:
+        """Forget handle ``fh`` and return it; its node goes too unless the kernel or another handle holds it."""
+        handle = self._open.pop(fh, None)
+        if isinstance(handle, ReadHandle | WriteHandle):
+            node = self._inodes.get(handle.ino)
+            if node is not None:
+                node.opened -= 1
+                self._inodes.discard(node)
+        return handle
+
+    def get(self, fh: int) -> Handle | None:
+        return self._open.get(fh)
+
+    def __getitem__(self, fh: int) -> Handle:
+        """Given a handle number, return its handle (EBADF when it is not open)."""
+        found = self._open.get(fh)
+        if found is None:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        return found
+
+    def buffered_size(self, ino: int) -> int | None:
+        """The size a writer gave inode ``ino`` and has not stored yet, if one did."""
+        size = None
+        for handle in self._open.values():
+            if isinstance(handle, WriteHandle) and handle.ino == ino and handle.dirty and handle.buffer is not None:
+                size = len(handle.buffer)
+        return size
+
+    def dirty(self) -> set[int]:
+        """The inode numbers with written bytes not stored yet."""
+        return {h.ino for h in self._open.values() if isinstance(h, WriteHandle) and h.dirty}
+
+    def file_paths(self) -> set[str]:
+        """The paths of the files open."""
+        return {h.path for h in self._open.values() if isinstance(h, ReadHandle | WriteHandle)}
+
+    def local_buffers(self) -> Iterator[tuple[str, int]]:
+        """Each path made through the mount and not stored yet, with the bytes a handle open on it buffers."""
+        for handle in self._open.values():
+            if isinstance(handle, WriteHandle) and handle.local and handle.buffer is not None:
+                yield handle.path, len(handle.buffer)
+
+    def repoint(self, source: str, destination: str) -> None:
+        """The open files at or below ``source`` are now below ``destination`` (a rename)."""
+        for handle in self._open.values():
+            if isinstance(handle, ReadHandle | WriteHandle) and is_within(handle.path, source):
+                handle.path = destination + handle.path[len(source) :]
 
 
 def render_matches(page: MatchPage) -> bytes:

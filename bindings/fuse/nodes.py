@@ -19,15 +19,15 @@ import functools
 import stat
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 import pyfuse3
 
 from afi.model import Entry
-from afi.paths import is_within
+from afi.paths import is_within, join, parent
 
-__all__ = ["SEARCH_PATH", "Inodes", "LocalFile", "Node", "attributes", "entry_of_local"]
+__all__ = ["SEARCH_PATH", "Inodes", "Node", "attributes"]
 
 SEARCH_PATH = "/.afi/search"
 _TOKEN_EVERY = 0.1  # seconds between two looks at the change token
@@ -45,22 +45,6 @@ class Node:
     lookups: int = 0  # how many times the kernel was handed this node and has not forgotten it
     opened: int = 0  # open file handles on it
     page_etag: str | None = None  # the etag of the bytes the kernel may hold in its page cache
-
-
-@dataclass
-class LocalFile:
-    """A file made through the mount that the provider did not accept as a name (an editor's temp file).
-
-    It lives in memory only, until it is renamed onto a path the provider stores, or deleted, or it has
-    been closed and unused for a while (the mount's ``local_idle``). ``reason`` is the provider's
-    refusal: empty while the file is new and its name not yet refused (its bytes are then on their way
-    to the provider, not held for long).
-    """
-
-    data: bytes = b""
-    mtime_ns: int = field(default_factory=time.time_ns)
-    reason: str = ""
-    used: float = field(default_factory=time.monotonic)  # when it was last made, written, renamed or closed
 
 
 class Inodes:
@@ -114,6 +98,16 @@ class Inodes:
         self._by_ino[node.ino] = node
         self._by_path[path] = node.ino
         return node
+
+    def child(self, parent_ino: int, name: bytes) -> str:
+        """Given a folder's inode number and a name in it (``.`` and ``..`` too), return the AFI path."""
+        path = self.node(parent_ino).path
+        text = name.decode("utf-8", "surrogateescape")
+        if text == ".":
+            return path
+        if text == "..":
+            return path if path == self.root else parent(path)
+        return join(path, text)
 
     def known(self, path: str) -> Node | None:
         ino = self._by_path.get(path)
@@ -226,22 +220,6 @@ def attributes(
     attr.entry_timeout = timeout
     attr.attr_timeout = timeout
     return attr
-
-
-def entry_of_local(path: str, local: LocalFile) -> Entry:
-    """Given a memory-only file, return the entry it shows as."""
-    from afi.model import rfc3339
-
-    moment = rfc3339(local.mtime_ns / 1e9)
-    return Entry(
-        path=path,
-        type="file",
-        size=len(local.data),
-        mtime=moment,
-        ctime=moment,
-        content_type="application/octet-stream",
-        attributes={"permissions": "rw", "x-local": local.reason or "kept in memory by the mount"},
-    )
 
 
 def _owner() -> tuple[int, int]:

@@ -4,10 +4,11 @@ Each kernel request becomes one provider verb run in a worker thread: getattr/lo
 readdir → ``list`` (every page), read → ``read``, and at level 3 a written file → one ``write`` when
 it is flushed or released, mkdir → ``mkdir``, unlink/rmdir → ``delete``, rename → ``move``. Errors map
 through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle).
-Files made through the mount whose names the provider does not store (editors' temp files: sed's
-``sedXXXXXX``, vim's ``4913``) are kept in memory until renamed onto a path it stores, within a budget
-(``local_bytes``, ``local_files``: ENOSPC past it) and for ``local_idle`` seconds once closed and unused.
-The inode table holds only what the kernel knows (see :mod:`afi.bindings.fuse.nodes`).
+
+:class:`AfiFS` answers the requests; the state lives in its parts: the inode table (:mod:`.nodes`), the
+open handles (:mod:`.handles`), the memory-only files (:mod:`.localfiles`: editors' temp files under
+names the provider refuses), entries, listings and their invalidation (:mod:`.cache`), and file bytes
+to and from the provider (:mod:`.files`).
 """
 
 from __future__ import annotations
@@ -15,37 +16,90 @@ from __future__ import annotations
 import errno
 import json
 import os
-import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import pyfuse3
 
-from afi.errors import AfiError, InvalidPath, NotFound
+from afi.errors import AfiError, Forbidden, InvalidPath, NotFound
 from afi.model import Entry, dump
-from afi.paths import basename, parent
-from afi.provider import Caller
+from afi.provider import Caller, Provider
 
-from .base import SEARCH_ENTRY, XATTRS, fuse_error, mapped_errors
-from .files import FileOps
-from .handles import DirHandle, Row, WriteHandle
-from .nodes import SEARCH_PATH, Node, attributes, entry_of_local
+from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, log, mapped_errors
+from .cache import Entries, Invalidator
+from .files import Contents
+from .handles import DirHandle, Handles, ReadHandle, SearchHandle, WriteHandle
+from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
+from .nodes import SEARCH_PATH, Inodes, Node, attributes
 
 __all__ = ["XATTRS", "AfiFS"]
 
-_LISTINGS = 256  # cached folder listings past which the stale ones are pruned
 
+class AfiFS(pyfuse3.Operations):
+    """The pyfuse3 operations over one provider, as one caller.
 
-class AfiFS(FileOps):
-    """The pyfuse3 operations over one provider, as one caller (arguments: see :class:`FuseBase`)."""
+    Args:
+        provider: the AFI provider.
+        caller: who the mount acts as (``provider.authenticate`` of the mount's token).
+        subtree: the AFI folder the mount's root shows.
+        read_only: refuse every change with EROFS (searching stays allowed).
+        timeout: seconds the kernel may trust names and attributes.
+        change_token: returns a value that changes whenever the store does; entries are then
+            cached until it changes instead of for half a second.
+        threads: provider calls running at once.
+        local_bytes: bytes the memory-only files (names the provider refuses) may hold together.
+        local_files: how many memory-only files there may be.
+        local_idle: seconds a memory-only file may stay closed and unused before it is dropped.
+    """
+
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+
+    def __init__(
+        self,
+        provider: Provider,
+        caller: Caller,
+        *,
+        subtree: str = "/",
+        read_only: bool = False,
+        timeout: float = 1.0,
+        change_token: Callable[[], Hashable] | None = None,
+        threads: int = 4,
+        local_bytes: int = LOCAL_BYTES,
+        local_files: int = LOCAL_FILES,
+        local_idle: float = LOCAL_IDLE,
+    ) -> None:
+        super().__init__()
+        self.provider = provider
+        self.caller = caller
+        self.read_only = read_only
+        self.timeout = timeout
+        self.max_file = file_cap(provider)
+        self.call = Calls(caller, threads)
+        self.inodes = Inodes(subtree, change_token)
+        self.handles = Handles(self.inodes)
+        self.locals = LocalFiles(
+            self.handles, self.inodes, max_bytes=local_bytes, max_files=local_files, idle=local_idle
+        )
+        self.entries = Entries(provider, self.call, self.inodes, self.locals, read_only=read_only, timeout=timeout)
+        self.invalidator = Invalidator(self.inodes, self.entries, self.locals)
+        self.contents = Contents(provider, self.call, self.inodes, self.locals)
+
+    async def watch(self, every: float = 0.2) -> None:
+        """Poll the change token; when the store changed, make the kernel ask again for what it holds.
+
+        This is what lets the kernel keep names and attributes for long (``timeout``) and still show a
+        write made through another binding within a fraction of a second.
+        """
+        await self.invalidator.watch(every)
 
     # -- names and attributes --------------------------------------------------------------
 
     @mapped_errors
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        path = self._child(parent_inode, name)
+        path = self.inodes.child(parent_inode, name)
         try:
-            entry = await self._entry(path)
+            entry = await self.entries.get(path)
         except (NotFound, InvalidPath):  # a name the provider cannot hold does not exist (yet: see create)
             raise fuse_error(errno.ENOENT) from None
         # The node is made only now that the path exists, and counted in the same step (no await between).
@@ -64,7 +118,7 @@ class AfiFS(FileOps):
     @mapped_errors
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
         node = self.inodes.node(inode)
-        return self._attrs(node, await self._entry(node.path))
+        return self._attrs(node, await self.entries.get(node.path))
 
     @mapped_errors
     async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:
@@ -78,41 +132,20 @@ class AfiFS(FileOps):
             return  # `> /.afi/search` truncates nothing: the request lives in the handle
         if size > self.max_file:
             raise fuse_error(errno.EFBIG)
-        self._may_change(await self._entry(node.path))
-        handle = self._handles.get(fh) if fh is not None else None
-        if isinstance(handle, WriteHandle):
-            if size == 0:
-                handle.buffer = bytearray()
-            await self._load(handle)
-            if handle.local:
-                self._make_room(handle.path, size)
-            handle.truncate(size)
-        elif node.path in self.locals:
-            self._make_room(node.path, size)
-            local = self.locals[node.path]
-            local.data = local.data[:size].ljust(size, b"\x00")
-            local.used = time.monotonic()
-        else:
-            if size == 0:
-                entry = await self._call(self.provider.write, node.path, b"")
-            else:
-                # read-modify-write under if_match: a write landing in between is refused, never lost
-                before = await self._call(self.provider.stat, node.path)
-                whole = await self._whole(node.path)
-                resized = whole[:size].ljust(size, b"\x00")
-                entry = await self._call(self.provider.write, node.path, resized, if_match=before.etag)
-            self.inodes.remember(node, entry)
+        self._may_change(await self.entries.get(node.path))
+        handle = self.handles.get(fh) if fh is not None else None
+        await self.contents.truncate(node, size, handle if isinstance(handle, WriteHandle) else None)
 
     @mapped_errors
     async def readlink(self, inode: int, ctx: Any) -> bytes:
-        entry = await self._entry(self.inodes.node(inode).path)
+        entry = await self.entries.get(self.inodes.node(inode).path)
         if entry.type != "symlink" or not entry.target:
             raise fuse_error(errno.EINVAL)
         return os.fsencode(entry.target)
 
     @mapped_errors
     async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
-        entry = await self._entry(self.inodes.node(inode).path)
+        entry = await self.entries.get(self.inodes.node(inode).path)
         if name == b"user.afi.content_type":
             return entry.content_type.encode()
         if name == b"user.afi.etag" and entry.etag is not None:
@@ -123,7 +156,7 @@ class AfiFS(FileOps):
 
     @mapped_errors
     async def listxattr(self, inode: int, ctx: Any) -> list[bytes]:
-        entry = await self._entry(self.inodes.node(inode).path)
+        entry = await self.entries.get(self.inodes.node(inode).path)
         return [x for x in XATTRS if x != b"user.afi.etag" or entry.etag is not None]
 
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
@@ -136,55 +169,23 @@ class AfiFS(FileOps):
 
     # -- directories -----------------------------------------------------------------------
 
-    def _list_all(self, caller: Caller, path: str) -> list[Entry]:
-        entries: list[Entry] = []
-        cursor: str | None = None
-        while True:
-            page = self.provider.list(caller, path, cursor=cursor)
-            entries.extend(page.entries)
-            cursor = page.next_cursor
-            if not cursor:
-                return entries
-
-    async def _rows(self, path: str) -> tuple[Hashable, float, list[Row]]:
-        """Given a folder, return the change token and time of its listing, and its children as readdir rows.
-
-        A listing is reused while the store is unchanged. Its rows carry no inode numbers: a child gets
-        its node only when readdir hands it to the kernel.
-        """
-        token, now = self.inodes.current_token(), time.monotonic()
-        cached = self._listings.get(path)
-        if self.inodes.watched and cached is not None and cached[0] == token and now - cached[1] < self.timeout:
-            return cached
-        rows = [(os.fsencode(basename(e.path)), e, self._row_attrs(e)) for e in await self._call(self._list_all, path)]
-        if self.inodes.watched:
-            if len(self._listings) >= _LISTINGS:  # a quiet store never clears them: keep the recent ones only
-                recent = self._listings.items()
-                self._listings = {p: c for p, c in recent if c[0] == token and now - c[1] < self.timeout}
-            self._listings[path] = (token, now, rows)
-        return token, now, rows
-
-    def _row_attrs(self, entry: Entry) -> pyfuse3.EntryAttributes:
-        return attributes(0, entry, read_only=self.read_only, timeout=self.timeout)
-
     @mapped_errors
     async def opendir(self, inode: int, ctx: Any) -> int:
         path = self.inodes.node(inode).path
-        token, seen_at, rows = await self._rows(path)
-        extra = [entry_of_local(p, f) for p, f in self.locals.items() if parent(p) == path and p != path]
+        token, seen_at, rows = await self.entries.listing(path)
+        extra = self.locals.entries_in(path)
         if path == "/.afi":
             extra.append(SEARCH_ENTRY)
         if extra:
-            added = [(os.fsencode(basename(e.path)), e, self._row_attrs(e)) for e in extra]
-            rows = sorted(rows + added, key=lambda row: row[0])
-        return self._open(DirHandle(rows, token, seen_at))
+            rows = sorted(rows + [self.entries.row(e) for e in extra], key=lambda row: row[0])
+        return self.handles.open(DirHandle(rows, token, seen_at))
 
     @mapped_errors
     async def readdir(self, fh: int, start_id: int, token: Any) -> None:
-        handle = self._handle(fh)
+        handle = self.handles[fh]
         assert isinstance(handle, DirHandle)
         # A file being written keeps the size its writer gave it, not the stored one.
-        dirty = {h.ino for h in self._handles.values() if isinstance(h, WriteHandle) and h.dirty}
+        dirty = self.handles.dirty()
         rows, inodes, listing = handle.rows, self.inodes, handle.token
         # Readdirplus: each entry handed over counts as a lookup in the kernel, as a lookup reply does.
         # A node is made for a row only as it is handed over, and dropped when it did not fit after all.
@@ -210,14 +211,14 @@ class AfiFS(FileOps):
                 inodes.remember(node, entry, token=listing, seen_at=handle.seen_at)
 
     async def releasedir(self, fh: int) -> None:
-        self._close(fh)
+        self.handles.close(fh)
 
     @mapped_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
         self._may_change()
-        path = self._child(parent_inode, name)
-        self._changed()
-        entry = await self._call(self.provider.mkdir, path)
+        path = self.inodes.child(parent_inode, name)
+        self.invalidator.changed()
+        entry = await self.call(self.provider.mkdir, path)
         node = self.inodes.for_path(path)
         self.inodes.remember(node, entry)
         node.lookups += 1
@@ -226,10 +227,10 @@ class AfiFS(FileOps):
     @mapped_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
         self._may_change()
-        path = self._child(parent_inode, name)
-        self._changed()
+        path = self.inodes.child(parent_inode, name)
+        self.invalidator.changed()
         try:
-            await self._call(self.provider.delete, path)
+            await self.call(self.provider.delete, path)
         except AfiError as err:
             if err.code == "conflict":
                 raise fuse_error(errno.ENOTEMPTY) from None
@@ -239,10 +240,10 @@ class AfiFS(FileOps):
     @mapped_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
         self._may_change()
-        path = self._child(parent_inode, name)
-        self._changed()
-        if self.locals.pop(path, None) is None:
-            await self._call(self.provider.delete, path)
+        path = self.inodes.child(parent_inode, name)
+        self.invalidator.changed()
+        if self.locals.pop(path) is None:
+            await self.call(self.provider.delete, path)
         self.inodes.stale(path)
 
     @mapped_errors
@@ -253,32 +254,167 @@ class AfiFS(FileOps):
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise fuse_error(errno.EINVAL)
         keep = bool(flags & pyfuse3.RENAME_NOREPLACE)
-        source, destination = self._child(parent_old, name_old), self._child(parent_new, name_new)
-        self._changed()
+        source = self.inodes.child(parent_old, name_old)
+        destination = self.inodes.child(parent_new, name_new)
+        self.invalidator.changed()
         local = self.locals.get(source)
         if local is not None:
             try:
-                entry = await self._call(self.provider.write, destination, local.data, create_only=keep)
+                entry = await self.call(self.provider.write, destination, local.data, create_only=keep)
             except InvalidPath as err:  # still not a name the provider stores: it stays in memory
-                local.reason = err.message
-                local.used = time.monotonic()
-                self.locals[destination] = self.locals.pop(source)
+                self.locals.rename(source, destination, reason=err.message)
                 self.inodes.moved(source, destination)
-                self._repoint_handles(source, destination)
+                self.handles.repoint(source, destination)
                 return
-            del self.locals[source]
+            self.locals.pop(source)
         else:
             if keep and destination in self.locals:
                 raise fuse_error(errno.EEXIST)
-            entry = await self._call(self.provider.move, source, destination, overwrite=not keep)
-        self.locals.pop(destination, None)
+            entry = await self.call(self.provider.move, source, destination, overwrite=not keep)
+        self.locals.pop(destination)
         self.inodes.moved(source, destination)
-        self._repoint_handles(source, destination)
-        node = self.inodes.known(destination)  # the source's node, moved; the kernel knows it
-        if node is not None:
+        self.handles.repoint(source, destination)
+        self.invalidator.stored(destination, entry)  # the source's node, moved; the kernel knows it
+
+    # -- files -----------------------------------------------------------------------------
+
+    @mapped_errors
+    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+        node = self.inodes.node(inode)
+        if node.path == SEARCH_PATH:
+            return pyfuse3.FileInfo(fh=self.handles.open(SearchHandle()), direct_io=True)
+        if flags & os.O_ACCMODE != os.O_RDONLY:
+            # direct_io: this descriptor's reads come from its own buffer, the version its write will be
+            # stored over (if_match), never from pages another descriptor wrote and may not store
+            self._may_change(await self.entries.get(node.path))
+            return pyfuse3.FileInfo(fh=self._open_for_write(node, flags), direct_io=True)
+        entry = await self.entries.get(node.path)
+        if node.path not in self.locals and self.inodes.fresh(node) is None:
+            entry = await self.call(self.provider.stat, node.path)
             self.inodes.remember(node, entry)
-            node.page_etag = None
-            self._invalidate(node.ino)
+        keep = entry.etag is not None and entry.etag == node.page_etag and node.path not in self.locals
+        node.page_etag = entry.etag
+        return pyfuse3.FileInfo(fh=self.handles.open(ReadHandle(inode, node.path)), keep_cache=keep)
+
+    def _open_for_write(self, node: Node, flags: int) -> int:
+        handle = WriteHandle(node.ino, node.path, local=node.path in self.locals)
+        if flags & os.O_TRUNC:
+            handle.buffer, handle.dirty = bytearray(), True
+        else:
+            handle.appending = bool(flags & os.O_APPEND) and not handle.local
+        node.page_etag = None
+        return self.handles.open(handle)
+
+    @mapped_errors
+    async def create(
+        self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
+    ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        path = self.inodes.child(parent_inode, name)
+        self._may_change(await self.entries.get(self.inodes.node(parent_inode).path))
+        refused: InvalidPath | None = None
+        try:
+            existing: Entry | None = await self.entries.get(path)
+        except NotFound:
+            existing = None
+        except InvalidPath as err:  # a name the provider cannot store: the file will live in memory only
+            existing, refused = None, err
+        # No await from here on: the node is made, handed to the kernel and counted in one go.
+        if existing is not None:
+            if flags & os.O_EXCL:
+                raise fuse_error(errno.EEXIST)
+            self._may_change(existing)
+            node = self.inodes.for_path(path)
+            fh = self._open_for_write(node, flags)
+        else:
+            reason = refused.message if refused is not None else ""
+            if refused is not None:
+                self.locals.make_room(path, 0, reason=reason)
+            self.invalidator.changed()
+            existing = self.locals.add(path, reason=reason).entry(path)
+            node = self.inodes.for_path(path)
+            fh = self.handles.open(WriteHandle(node.ino, path, buffer=bytearray(), dirty=True, local=True))
+        node.lookups += 1
+        return pyfuse3.FileInfo(fh=fh, direct_io=True), self._attrs(node, existing)
+
+    @mapped_errors
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        handle = self.handles[fh]
+        if isinstance(handle, SearchHandle):
+            return handle.read(off, size)
+        if isinstance(handle, WriteHandle):
+            await self.contents.load(handle)
+            assert handle.buffer is not None
+            return bytes(handle.buffer[off : off + size])
+        assert isinstance(handle, ReadHandle)
+        return await self.contents.read(handle, off, size)
+
+    @mapped_errors
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        handle = self.handles[fh]
+        if isinstance(handle, SearchHandle):
+            await self.contents.search(handle, buf)
+            return len(buf)
+        if not isinstance(handle, WriteHandle):
+            raise fuse_error(errno.EBADF)
+        if off + len(buf) > self.max_file:
+            raise fuse_error(errno.EFBIG)
+        await self.contents.load(handle)
+        assert handle.buffer is not None
+        if handle.appending:
+            off = len(handle.buffer)  # O_APPEND: the end of what is stored, whatever size the kernel cached
+        if handle.local:
+            if off + len(buf) > len(handle.buffer):
+                self.locals.make_room(handle.path, off + len(buf))
+            self.locals.touch(handle.path)
+        handle.put(off, buf)
+        return len(buf)
+
+    @mapped_errors
+    async def flush(self, fh: int) -> None:
+        handle = self.handles[fh]
+        if isinstance(handle, WriteHandle) and handle.dirty:
+            await self._commit(handle)
+
+    @mapped_errors
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        await self.flush(fh)
+
+    async def release(self, fh: int) -> None:
+        handle = self.handles.get(fh)
+        try:
+            if isinstance(handle, WriteHandle) and handle.dirty:
+                try:
+                    await self._commit(handle)
+                except AfiError as err:
+                    log.warning("%s: %s: the last write could not be stored: %s", handle.path, err.code, err.message)
+                except pyfuse3.FUSEError:
+                    pass  # ENOSPC, logged where it was decided
+        finally:
+            closed = self.handles.close(fh)
+            if isinstance(closed, ReadHandle | WriteHandle):
+                self.locals.touch(closed.path)  # a memory-only file's idle time starts when it is closed
+
+    # -- shared steps ----------------------------------------------------------------------
+
+    def _attrs(self, node: Node, entry: Entry) -> pyfuse3.EntryAttributes:
+        size = self.handles.buffered_size(node.ino)
+        return attributes(node.ino, entry, read_only=self.read_only, timeout=self.timeout, size=size)
+
+    def _may_change(self, entry: Entry | None = None) -> None:
+        """Refuse a change: EROFS on a read-only mount, EACCES without the write scope or on a read-only path."""
+        if self.read_only:
+            raise fuse_error(errno.EROFS)
+        self.caller.require("afi:write")
+        if entry is not None and "w" not in str(entry.attributes.get("permissions", "rw")):
+            raise Forbidden("this path is read-only", path=entry.path)
+
+    async def _commit(self, handle: WriteHandle) -> None:
+        """Store what ``handle`` holds (see :meth:`Contents.commit`)."""
+        self.invalidator.changed()
+        path = handle.path
+        entry = await self.contents.commit(handle)
+        if entry is not None:
+            self.invalidator.stored(path, entry)
 
 
 def _cacheable(entry: Entry) -> bool:

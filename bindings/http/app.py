@@ -24,7 +24,7 @@ from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, U
 from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 from afi.provider import SCOPES, Caller, Provider
 
-from ..offload import offload
+from ..offload import offload, search_lane
 from .errors import BodyCap, Cors, error_response
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
@@ -266,7 +266,7 @@ def create_app(
 
     @router.post("/afi/search", response_model=MatchPage, summary="search: exact, regex or semantic", tags=["search"])
     async def search(who: Who, request: Annotated[SearchRequest, Body()]) -> JSONResponse:
-        return _json(await offload(provider.search, who, request))
+        return _json(await offload(provider.search, who, request, limiter=search_lane()))
 
     @router.put(
         "/afi/write",

@@ -31,7 +31,7 @@ from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
 from afi.manifest import VERBS
 from afi.provider import Caller, Provider
 
-from ..offload import guarded, offload
+from ..offload import guarded, offload, search_lane
 from .check import QuickCheck, quick_check
 from .discovery import CALL_TOOL, discovery_tools
 from .resources import list_resources, list_templates, read_resource
@@ -42,6 +42,7 @@ from .tools import ToolOutput, ToolSpec, afi_tools
 __all__ = ["IDEMPOTENCY_META", "FabricSessions", "LiveSession", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
 
 IDEMPOTENCY_META = "idempotencyKey"
+SEARCHES = frozenset({"afi.search", "memory.recall"})  # tools that queue in the search lane (bindings/offload.py)
 _TRACKED = "afi.session"  # set in a connection's state once its end is wired to end_session
 INSTRUCTIONS = (
     "An agent's memory as a filesystem (AFI). Notes: /facts/<name>.md, /procedures/<name>.md, "
@@ -310,7 +311,8 @@ class McpBinding:
             output = ToolOutput(stored.get("structured", {}), str(stored.get("text", "")))
             return success_result(output, claim.describe(status="completed", stored=True))
         try:
-            output = await offload(spec.call, info.caller, arguments)
+            lane = search_lane() if spec.name in SEARCHES else None
+            output = await offload(spec.call, info.caller, arguments, limiter=lane)
         except AfiError as err:
             finished, _ = await offload(receipts.finish, claim, result=None, failed=True)
             result = error_result(err)
@@ -327,7 +329,8 @@ class McpBinding:
             if self.inline_reads and not spec.writes:
                 output = guarded(spec.call, caller, arguments)
             else:
-                output = await offload(spec.call, caller, arguments)
+                lane = search_lane() if spec.name in SEARCHES else None
+                output = await offload(spec.call, caller, arguments, limiter=lane)
         except AfiError as err:
             return error_result(err)
         return success_result(output, durable)

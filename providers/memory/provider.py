@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from afi.auth.audit import AUDIT_SCHEMA, AuditLog
+from afi.auth.audit import AuditLog
 from afi.errors import AfiError, Conflict, Forbidden, Internal, InvalidPath, NotFound, Unauthorized, Unsupported
 from afi.model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 from afi.paths import normalize
 from afi.provider import Caller
 from afi.sqlite import Connections
+from afi.storage import ensure_schema
 
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
@@ -31,7 +32,6 @@ from .tree.base import MAX_LIST, Area, Listing, WriteOptions
 from .tree.locate import AREAS, READ_ONLY_AREAS, Node, locate, note_path
 from .tree.root import area_handlers
 from .workspace.locks import SpaceLocks, lock_folder
-from .workspace.workspace import SCHEMA as WORKSPACE_SCHEMA
 from .workspace.workspace import WorkspaceLimits
 
 __all__ = ["MemoryProvider"]
@@ -58,7 +58,8 @@ class MemoryProvider:
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self.workspace_limits = workspace_limits or WorkspaceLimits.from_env()
-        self._db = Connections(self.db, schema=AUDIT_SCHEMA + WORKSPACE_SCHEMA)
+        self._db = Connections(self.db)
+        ensure_schema(self._db.get())
         self.audit = AuditLog(self._db)
         self._keys = keys if keys is not None else _default_keys(self.db)
         self._write_locks = SpaceLocks(lock_folder(self.db))
@@ -235,6 +236,19 @@ class MemoryProvider:
             return space.fabric.remember(**fields)
 
         return self._audited(caller, "remember", where, run)
+
+    def append_block(self, caller: Caller, block: str, text: str) -> tuple[MemoryNote, bool]:
+        """Append a line of text to a working block of the caller's space; return the block's note and
+        whether this append created it. Needs afi:write, locked and audited like remember."""
+        where = f"/working/{block}.md"
+
+        def run() -> tuple[MemoryNote, bool]:
+            caller.require("afi:write", path=where)
+            fabric = self._space(caller.space).fabric
+            created = block not in fabric.blocks()
+            return fabric.append_block(block, text), created
+
+        return self._audited(caller, "append_block", where, run)
 
     def forget(
         self, caller: Caller, *, id: str | None = None, block: str | None = None, hold: bool = False

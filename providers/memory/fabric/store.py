@@ -1,7 +1,8 @@
 """The SQLite store under the memory fabric: notes, their indexes, working blocks, lineage, changes.
 
 One file, WAL mode, one connection per thread (``:memory:`` shares one connection behind a lock).
-Numbered migrations run in order at open. ``meta`` records the embedder the vectors came from.
+The tables are :mod:`afi.storage.schema`'s, brought up to date at open. ``meta`` records the
+embedder the vectors came from.
 Every note insert/update/delete appends to ``note_changes``; its AUTOINCREMENT ``seq`` is the
 store-wide counter written into ``notes.seq``, so another process can tell what changed.
 """
@@ -22,12 +23,12 @@ import numpy.typing as npt
 import sqlite_utils
 
 from afi.sqlite import Connections, configure
+from afi.storage import applied_steps, ensure_schema
 
 from .errors import MemoryValidationError
 from .lexical import TermStats
 from .render import render_note
 from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
-from .schema import MIGRATIONS, split_sql
 from .types import MemoryNote, Scope
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
@@ -52,8 +53,8 @@ class Store:
         if self.in_memory:
             self._shared = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             configure(self._shared, wal=False)
+        ensure_schema(self.conn())
         with self.write() as conn:
-            self._migrate(conn)
             self._check_embedder(conn, embedder_name, dims)
 
     # -- connections and transactions ------------------------------------------------------
@@ -142,16 +143,6 @@ class Store:
 
     # -- schema ------------------------------------------------------------------------
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
-        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        for version, script in MIGRATIONS:
-            if version in applied:
-                continue
-            for statement in split_sql(script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, iso_now()))
-
     def _check_embedder(self, conn: sqlite3.Connection, name: str, dims: int) -> None:
         rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
         if not rows:
@@ -165,9 +156,9 @@ class Store:
 
     @property
     def migrations(self) -> list[int]:
-        """Return the applied migration versions, in order."""
+        """Return the applied migration steps of the store file, in order."""
         with self.read() as conn:
-            return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+            return [step.number for step in applied_steps(conn)]
 
     # -- notes -------------------------------------------------------------------------
 

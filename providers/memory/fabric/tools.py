@@ -1,53 +1,100 @@
 """The fabric's five governed tools: ``memory.view``, ``memory.read``, ``memory.insert``,
 ``memory.recall`` and ``memory.forget`` (docs/memory-fabric.md, "Tools and the file jail").
 
-``create_fabric_tools`` returns inert definitions: nothing is registered and nothing runs until a host
-calls ``run(session, arguments)``, and every call is refused unless the fabric is attached to that
-session. The file tools resolve through :class:`FileJail` and fail closed without a root; reads are
-bounded before they are held and an over-cap append is refused before the file is touched.
+What a tool *is* lives here: its name, kind, description and JSON schema (:data:`TOOLS`), the argument
+rules, and the gate (:func:`run_tool`: a call is refused unless the fabric is attached to that session,
+and its arguments are checked before anything runs). Where a tool's effects *land* is a
+:class:`ToolBackend`: :func:`create_fabric_tools` returns inert definitions over the fabric and a
+jailed folder (:class:`~.tool_files.FabricToolBackend`); a host with a provider runs the same tools
+through :func:`run_tool` over a backend of its own, so their writes are that provider's writes.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import jsonschema
 
-from ..workspace.jail import FileJail, read_at_most
-from .errors import (
-    MemoryConflictError,
-    MemoryLimitError,
-    MemoryNotAttachedError,
-    MemoryNotFoundError,
-    MemoryValidationError,
-)
+from .errors import MemoryNotAttachedError, MemoryValidationError
+from .tool_files import MAX_VIEW_ENTRIES, FabricToolBackend
 from .types import NOTE_KINDS
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "HARD_MAX_FILE_BYTES",
     "MAX_VIEW_ENTRIES",
+    "TOOLS",
+    "AttachGate",
+    "ToolBackend",
     "ToolDefinition",
+    "ToolInfo",
     "ToolKind",
     "create_fabric_tools",
+    "run_tool",
 ]
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024
 HARD_MAX_FILE_BYTES = 1024 * 1024
-MAX_VIEW_ENTRIES = 200
 
 ToolKind = Literal["read", "edit", "search", "delete"]
 ToolRun = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
 
+if TYPE_CHECKING:  # fabric.py imports this module: the fabric is named for types only
+    from .fabric import MemoryFabric
 
-if TYPE_CHECKING:  # the tools take the fabric itself; imported for types only (fabric.py imports this module)
-    from .fabric import MemoryFabric as _Fabric
+
+class ToolBackend(Protocol):
+    """Where the tools' effects land. Each method returns the tool's JSON-able answer and raises an
+    :class:`~afi.errors.AfiError` on refusal; the arguments have passed the gate and the schema."""
+
+    def view(self, path: str) -> dict[str, Any]:
+        """``{path, entries: [{name, kind, bytes?}] (at most MAX_VIEW_ENTRIES), truncated}``."""
+        ...
+
+    def read(self, path: str) -> dict[str, Any]:
+        """``{path, text (cut at the byte cap), bytes, truncated}``."""
+        ...
+
+    def append_file(self, path: str, text: str) -> dict[str, Any]:
+        """``{path, bytes, note_id, note_truncated}``; ``\n`` goes first unless the file is empty or the
+        text starts with one, and a file may not grow past the byte cap."""
+        ...
+
+    def append_block(self, block: str, text: str) -> dict[str, Any]:
+        """``{block, id, created, chars}``."""
+        ...
+
+    def recall(self, query: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The recall result (``options``: kinds, top_k, as_of, budget)."""
+        ...
+
+    def forget(self, *, id: str | None, block: str | None, hold: bool) -> dict[str, Any]:
+        """The forget result."""
+        ...
+
+
+class AttachGate(Protocol):
+    """What the gate reads on every call: the session the fabric is attached to (a MemoryFabric is one)."""
+
+    @property
+    def attached_session(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """One tool as a host lists it: name, kind, description and input schema."""
+
+    name: str
+    kind: ToolKind
+    description: str
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return _SCHEMAS[self.name]
 
 
 @dataclass(frozen=True)
@@ -106,8 +153,31 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+TOOLS: tuple[ToolInfo, ...] = (
+    ToolInfo("memory.view", "read", "List a directory under the memory root: names and byte sizes (at most 200)."),
+    ToolInfo("memory.read", "read", "Read one file under the memory root, cut at the byte cap and flagged."),
+    ToolInfo(
+        "memory.insert",
+        "edit",
+        "Append text to a working block (`block`) or to a file under the memory root (`path`), "
+        "which also refreshes that file's recallable note. Exactly one target.",
+    ),
+    ToolInfo(
+        "memory.recall",
+        "search",
+        "Recall notes by query, with ids, kinds, scores and why each matched. Procedures only when `kinds` names them.",
+    ),
+    ToolInfo(
+        "memory.forget",
+        "delete",
+        "Tombstone one note by id, or clear one working block; `hold` keeps a note under legal hold.",
+    ),
+)
+_VALIDATORS = {name: jsonschema.Draft202012Validator(schema) for name, schema in _SCHEMAS.items()}
+
+
 def create_fabric_tools(
-    fabric: _Fabric,
+    fabric: MemoryFabric,
     *,
     root: str | os.PathLike[str] | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -115,6 +185,7 @@ def create_fabric_tools(
 ) -> list[ToolDefinition]:
     """Given a fabric (and optionally a workspace root), return the five governed tool definitions.
 
+    Their effects go straight to the fabric and the folder (:class:`~.tool_files.FabricToolBackend`).
     With ``space``, the files are those of the folder ``root/space``, which must be a real folder
     beneath ``root`` (the workspace jail's rule: a symlinked space folder is refused at every use).
 
@@ -125,218 +196,84 @@ def create_fabric_tools(
         raise MemoryValidationError("max_file_bytes must be a positive integer")
     if max_file_bytes > HARD_MAX_FILE_BYTES:
         raise MemoryValidationError(f"max_file_bytes exceeds the hard cap of {HARD_MAX_FILE_BYTES} bytes")
-    files = _Files(Path(root).expanduser() if root is not None else None, max_file_bytes, space)
-
-    def view(args: Mapping[str, Any]) -> dict[str, Any]:
-        return files.view(str(args.get("path", "")))
-
-    def read(args: Mapping[str, Any]) -> dict[str, Any]:
-        return files.read(str(args["path"]))
-
-    def insert(args: Mapping[str, Any]) -> dict[str, Any]:
-        text = str(args["text"])
-        if ("block" in args) == ("path" in args):
-            raise MemoryValidationError("memory.insert needs exactly one of 'block' or 'path'")
-        if "block" in args:
-            block = str(args["block"])
-            created = block not in fabric.blocks()
-            note = fabric.append_block(block, text)
-            return {"block": block, "id": note.id, "created": created, "chars": len(note.content)}
-        return files.insert(fabric, str(args["path"]), text)
-
-    def recall(args: Mapping[str, Any]) -> dict[str, Any]:
-        options = {key: args[key] for key in ("kinds", "top_k", "as_of", "budget") if key in args}
-        return fabric.recall(str(args["query"]), **options).model_dump(mode="json", exclude_none=True)
-
-    def forget(args: Mapping[str, Any]) -> dict[str, Any]:
-        if ("id" in args) == ("block" in args):
-            raise MemoryValidationError("memory.forget needs exactly one of 'id' or 'block'")
-        target = {key: args[key] for key in ("id", "block", "hold") if key in args}
-        return fabric.forget(**target).model_dump(mode="json", exclude_none=True)
-
-    specs: list[tuple[str, ToolKind, str, Callable[[Mapping[str, Any]], dict[str, Any]]]] = [
-        ("memory.view", "read", "List a directory under the memory root: names and byte sizes (at most 200).", view),
-        ("memory.read", "read", "Read one file under the memory root, cut at the byte cap and flagged.", read),
-        (
-            "memory.insert",
-            "edit",
-            "Append text to a working block (`block`) or to a file under the memory root (`path`), "
-            "which also refreshes that file's recallable note. Exactly one target.",
-            insert,
-        ),
-        (
-            "memory.recall",
-            "search",
-            "Recall notes by query, with ids, kinds, scores and why each matched. "
-            "Procedures only when `kinds` names them.",
-            recall,
-        ),
-        (
-            "memory.forget",
-            "delete",
-            "Tombstone one note by id, or clear one working block; `hold` keeps a note under legal hold.",
-            forget,
-        ),
-    ]
+    backend = FabricToolBackend(fabric, Path(root).expanduser() if root is not None else None, max_file_bytes, space)
     return [
-        ToolDefinition(name, description, _SCHEMAS[name], kind, _governed(fabric, name, body))
-        for name, kind, description, body in specs
+        ToolDefinition(info.name, info.description, info.input_schema, info.kind, _bound(info.name, fabric, backend))
+        for info in TOOLS
     ]
 
 
-def _governed(fabric: _Fabric, name: str, body: Callable[[Mapping[str, Any]], dict[str, Any]]) -> ToolRun:
-    validator = jsonschema.Draft202012Validator(_SCHEMAS[name])
-
+def _bound(name: str, gate: AttachGate, backend: ToolBackend) -> ToolRun:
     def run(session: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        # The gate is read first, on every call: an unattached session learns nothing, not even schema errors.
-        if not _is_attached(fabric, session):
-            raise MemoryNotAttachedError(f"{name} refused: this session is not attached to the fabric (fabric.attach)")
-        if not isinstance(arguments, Mapping):
-            raise MemoryValidationError(f"{name}: arguments must be an object")
-        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
-        if error is not None:
-            where = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise MemoryValidationError(f"{name}: {where}: {error.message}")
-        return body(arguments)
+        return run_tool(name, gate, session, backend, arguments)
 
     return run
 
 
-def _is_attached(fabric: _Fabric, session: Any) -> bool:
+def run_tool(
+    name: str, gate: AttachGate, session: Any, backend: ToolBackend, arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Run one tool for ``session`` over ``backend``: the attach gate, then the schema, then the tool.
+
+    Raises:
+        MemoryNotAttachedError: ``gate`` is not attached to ``session`` (checked first, on every call:
+            an unattached session learns nothing, not even schema errors).
+        MemoryValidationError: the arguments break the schema or the tool's rules.
+        AfiError: whatever the backend refuses.
+    """
+    if not _is_attached(gate, session):
+        raise MemoryNotAttachedError(f"{name} refused: this session is not attached to the fabric (fabric.attach)")
+    if not isinstance(arguments, Mapping):
+        raise MemoryValidationError(f"{name}: arguments must be an object")
+    error = jsonschema.exceptions.best_match(_VALIDATORS[name].iter_errors(dict(arguments)))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        raise MemoryValidationError(f"{name}: {where}: {error.message}")
+    return _BODIES[name](backend, arguments)
+
+
+def _view(backend: ToolBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    return backend.view(str(args.get("path", "")))
+
+
+def _read(backend: ToolBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    return backend.read(str(args["path"]))
+
+
+def _insert(backend: ToolBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    if ("block" in args) == ("path" in args):
+        raise MemoryValidationError("memory.insert needs exactly one of 'block' or 'path'")
+    if "block" in args:
+        return backend.append_block(str(args["block"]), str(args["text"]))
+    return backend.append_file(str(args["path"]), str(args["text"]))
+
+
+def _recall(backend: ToolBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    options = {key: args[key] for key in ("kinds", "top_k", "as_of", "budget") if key in args}
+    return backend.recall(str(args["query"]), options)
+
+
+def _forget(backend: ToolBackend, args: Mapping[str, Any]) -> dict[str, Any]:
+    if ("id" in args) == ("block" in args):
+        raise MemoryValidationError("memory.forget needs exactly one of 'id' or 'block'")
+    return backend.forget(id=args.get("id"), block=args.get("block"), hold=bool(args.get("hold", False)))
+
+
+_BODIES: dict[str, Callable[[ToolBackend, Mapping[str, Any]], dict[str, Any]]] = {
+    "memory.view": _view,
+    "memory.read": _read,
+    "memory.insert": _insert,
+    "memory.recall": _recall,
+    "memory.forget": _forget,
+}
+
+
+def _is_attached(gate: AttachGate, session: Any) -> bool:
     """Return whether ``session`` is the one the fabric is attached to (the same object or the same id)."""
-    current = fabric.attached_session
+    current = gate.attached_session
     if current is None or session is None:
         return False
     if current is session:
         return True
     current_id, session_id = getattr(current, "id", None), getattr(session, "id", None)
     return isinstance(current_id, str) and bool(current_id) and current_id == session_id
-
-
-class _Files:
-    """The jailed file operations behind view/read/insert; each resolves before any I/O."""
-
-    def __init__(self, root: Path | None, cap: int, space: str | None = None) -> None:
-        self.root = root
-        self.cap = cap
-        self.space = space
-
-    def jail(self, *, create: bool) -> FileJail:
-        if self.root is None:
-            raise MemoryValidationError("these tools were built without a root, so file paths are unavailable")
-        folder = self.root if self.space is None else self.root / self.space
-        if not create and not os.path.lexists(folder):
-            raise MemoryNotFoundError("the memory root does not exist yet", path=str(folder))
-        if self.space is not None:
-            return FileJail(self.root, space=self.space, create=create)
-        return FileJail(self.root, create=create)
-
-    def view(self, requested: str) -> dict[str, Any]:
-        jail = self.jail(create=False)
-        try:
-            fd = jail.open(requested, os.O_RDONLY | os.O_DIRECTORY)
-        except FileNotFoundError:
-            raise MemoryNotFoundError(f"no such directory under the memory root: {requested!r}") from None
-        except NotADirectoryError:
-            raise MemoryValidationError(f"{requested!r} is a file; memory.read reads files") from None
-        except OSError as err:  # ENAMETOOLONG, ELOOP (a symlink in the way), EACCES
-            raise MemoryValidationError(f"{requested!r} cannot be opened inside the jail: {err.strerror}") from None
-        try:
-            with os.scandir(fd) as it:
-                children = sorted(((e.name, e.stat(follow_symlinks=False)) for e in it), key=lambda c: c[0])
-        finally:
-            os.close(fd)
-        entries: list[dict[str, Any]] = []
-        for name, st in children[:MAX_VIEW_ENTRIES]:
-            if stat.S_ISDIR(st.st_mode):
-                entries.append({"name": name, "kind": "directory"})
-            elif stat.S_ISREG(st.st_mode):
-                entries.append({"name": name, "kind": "file", "bytes": st.st_size})
-            else:
-                entries.append({"name": name, "kind": "other"})
-        return {"path": jail.normal(requested), "entries": entries, "truncated": len(children) > MAX_VIEW_ENTRIES}
-
-    def read(self, requested: str) -> dict[str, Any]:
-        jail = self.jail(create=False)
-        fd = self._open(jail, requested, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            size = os.fstat(fd).st_size
-            data = read_at_most(fd, self.cap + 1)
-        finally:
-            os.close(fd)
-        truncated = len(data) > self.cap
-        # An incremental decoder drops a multi-byte character the cap cut in half instead of mangling it.
-        text = codecs.getincrementaldecoder("utf-8")("replace").decode(data[: self.cap], final=not truncated)
-        return {"path": jail.normal(requested), "text": text, "bytes": size, "truncated": truncated}
-
-    def insert(self, fabric: _Fabric, requested: str, text: str) -> dict[str, Any]:
-        jail = self.jail(create=True)
-        relative = jail.normal(requested)
-        if not relative:
-            raise MemoryValidationError("memory.insert needs a file path, not the root")
-        existing = self._size(jail, requested)
-        payload = (text if existing == 0 or text.startswith("\n") else "\n" + text).encode("utf-8")
-        if existing + len(payload) > self.cap:
-            raise MemoryLimitError(
-                f"appending {len(payload)} bytes would grow the file past {self.cap} bytes", path=relative
-            )
-        try:
-            jail.make_folders(jail.split(requested)[0])
-        except (NotADirectoryError, FileExistsError):
-            raise MemoryValidationError(f"a parent of {requested!r} is a file, not a folder") from None
-        except FileNotFoundError:
-            raise MemoryConflictError(f"the folders of {requested!r} changed while being made; try again") from None
-        except OSError as err:
-            raise MemoryValidationError(f"the folders of {requested!r} cannot be made: {err.strerror}") from None
-        fd = self._open(jail, requested, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
-        try:
-            before = os.fstat(fd).st_size
-            if before + len(payload) > self.cap:
-                raise MemoryLimitError(f"the file grew past {self.cap} bytes meanwhile", path=relative)
-            os.write(fd, payload)
-            try:
-                note_info = self._refresh_note(fabric, fd, relative)
-            except BaseException:
-                os.ftruncate(fd, before)  # the note write failed: leave the file exactly as it was
-                raise
-        finally:
-            os.close(fd)
-        return {"path": relative, "bytes": before + len(payload), **note_info}
-
-    @staticmethod
-    def _size(jail: FileJail, requested: str) -> int:
-        """The size of the file now (0 when there is none yet), looked at through the jail."""
-        try:
-            fd = jail.open(requested, os.O_RDONLY | os.O_NONBLOCK)
-        except (FileNotFoundError, NotADirectoryError):
-            return 0
-        except OSError as err:
-            raise MemoryValidationError(f"{requested!r} cannot be opened inside the jail: {err.strerror}") from None
-        try:
-            return os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-
-    def _refresh_note(self, fabric: _Fabric, fd: int, relative: str) -> dict[str, Any]:
-        os.lseek(fd, 0, os.SEEK_SET)
-        content = read_at_most(fd, self.cap).decode("utf-8", "replace")
-        limit = int(fabric.memory.limits.max_entry_text_chars)
-        indexed = content[:limit]
-        note = fabric.remember(kind="file", path=relative, content=indexed)
-        return {"note_id": note.id, "note_truncated": len(indexed) < len(content)}
-
-    @staticmethod
-    def _open(jail: FileJail, requested: str, flags: int) -> int:
-        try:
-            fd = jail.open(requested, flags, 0o644)
-        except FileNotFoundError:
-            raise MemoryNotFoundError(f"no such file under the memory root: {requested!r}") from None
-        except IsADirectoryError:
-            raise MemoryValidationError(f"{requested!r} is a directory; memory.view lists directories") from None
-        except OSError as err:
-            # O_NOFOLLOW answers ELOOP when the last component became a symlink after the jail check.
-            raise MemoryValidationError(f"{requested!r} cannot be opened inside the jail: {err.strerror}") from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise MemoryValidationError(f"{requested!r} is not a regular file")
-        return fd

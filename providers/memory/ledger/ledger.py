@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from afi.sqlite import Connections
+from afi.storage import ensure_schema
 
 from ..fabric.errors import MemoryValidationError
 from ..fabric.store import iso_now
@@ -22,7 +23,6 @@ from .records import (
     _ENTRY_COLUMNS,
     MAX_ID_CHARS,
     ROLES,
-    SCHEMA,
     LedgerEntry,
     Observation,
     Reflection,
@@ -34,7 +34,6 @@ from .session import LedgerSession
 
 __all__ = [
     "ROLES",
-    "SCHEMA",
     "Ledger",
     "LedgerEntry",
     "LedgerSession",
@@ -51,7 +50,8 @@ class Ledger:
     def __init__(self, db: str | Path, *, space: str = "default") -> None:
         self.db = Path(db)
         self.space = _text(space, "space", cap=MAX_ID_CHARS)
-        self.connections = Connections(self.db, schema=SCHEMA)
+        self.connections = Connections(self.db)
+        ensure_schema(self.connections.get())
 
     def session(self, session_id: str) -> LedgerSession:
         """Given a session id, return that session, creating it when new."""

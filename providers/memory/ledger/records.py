@@ -1,4 +1,4 @@
-"""The ledger's records: its tables, the entries of a branch and what they make (observations,
+"""The ledger's records: the entries of a branch and what they make (observations,
 reflections, work scopes), and the checks every append runs on its input."""
 
 from __future__ import annotations
@@ -15,41 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..fabric.errors import MemoryValidationError
 from ..fabric.memory import canonical_time
 
-__all__ = ["MAX_ID_CHARS", "MAX_TEXT_CHARS", "ROLES", "SCHEMA", "LedgerEntry", "Observation", "Reflection", "WorkScope"]
+__all__ = ["MAX_ID_CHARS", "MAX_TEXT_CHARS", "ROLES", "LedgerEntry", "Observation", "Reflection", "WorkScope"]
 
 ROLES = ("user", "assistant", "tool", "system")
 MAX_ID_CHARS = 200
 MAX_TEXT_CHARS = 64_384
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger_sessions (
-    key INTEGER PRIMARY KEY AUTOINCREMENT,
-    space TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    UNIQUE(space, session_id)
-);
-CREATE TABLE IF NOT EXISTS ledger_entries (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_key INTEGER NOT NULL REFERENCES ledger_sessions(key),
-    pos INTEGER NOT NULL,
-    mpos INTEGER,
-    entry_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    role TEXT,
-    text TEXT NOT NULL DEFAULT '',
-    timestamp TEXT NOT NULL,
-    ref TEXT,
-    data TEXT NOT NULL DEFAULT '{}',
-    UNIQUE(session_key, entry_id),
-    UNIQUE(session_key, pos)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS ledger_entries_mpos ON ledger_entries(session_key, mpos) WHERE mpos IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ledger_entries_ref ON ledger_entries(ref) WHERE ref IS NOT NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS ledger_fts USING fts5(
-    sess, body, content='', tokenize='unicode61 remove_diacritics 2'
-);
-"""
 
 
 class _Model(BaseModel):

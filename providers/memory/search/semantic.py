@@ -13,7 +13,7 @@ from afi.errors import InvalidPath
 from afi.model import Match, MatchPage, SearchRequest, SemanticQuery
 from afi.paths import is_within
 
-from ..fabric.types import ExplainRow, MemoryNote, RecallHit
+from ..fabric.types import ExplainRow, RecallHit
 from ..ledger.conversation import episode_recall
 from ..tree.locate import note_path
 from .cursor import decode_cursor, encode_cursor
@@ -44,16 +44,13 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
         pairs += episode_recall(memory.embedder, space.ledger.observations(), query.semantic, top_k=32,
                                 scope=memory.scope)  # fmt: skip
         pairs.sort(key=lambda pair: -pair[0].score)
+    named = [(hit.kind, hit.name) for hit, _ in pairs if hit.kind in ("fact", "procedure") and hit.name is not None]
+    current_ids = space.notes.current_ids(named)
     rows = []
     for hit, explain in pairs:
-        current = hit.kind in ("fact", "procedure") and hit.name is not None and _is_current(space, hit)
+        current = hit.name is not None and current_ids.get((hit.kind, hit.name)) == hit.id
         rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
     return semantic_matches(rows, request, scope, limit)
-
-
-def _is_current(space: Space, note: MemoryNote) -> bool:
-    found = space.notes.current(note.kind, note.name or "")
-    return found is not None and found[0].id == note.id
 
 
 def _kinds_for_scope(scope: str) -> list[str] | None:

@@ -7,11 +7,12 @@ listing of 100k notes is a paged index scan and never loads every note.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from afi.sqlite import Connections
+from afi.storage.trigram import trigram_query
 
 from ..fabric.types import Scope
 
@@ -73,10 +74,13 @@ class NotesView:
 
     def list_current(self, kind: str, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
         """Notes of ``kind`` valid now, ordered by file name ``<name>.md``, after a cursor name."""
+        # Written out per case (no ``:after IS NULL OR …``) so SQLite reads the file-name index from the cursor on.
         sql = (
             f"SELECT {_COLUMNS} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW} "
-            "AND name IS NOT NULL AND (:after IS NULL OR name || '.md' > :after) "
-            "AND (:glob IS NULL OR name || '.md' GLOB :glob) ORDER BY name || '.md' LIMIT :limit"
+            "AND name IS NOT NULL"
+            + (" AND name || '.md' > :after" if after is not None else "")
+            + (" AND name || '.md' GLOB :glob" if glob is not None else "")
+            + " ORDER BY name || '.md' LIMIT :limit"
         )
         args = {**self._scope, "kind": kind, "now": now_iso(), "after": after, "glob": glob, "limit": limit}
         return [_row(r) for r in self._db.get().execute(sql, args)]
@@ -100,6 +104,26 @@ class NotesView:
         found = self._db.get().execute(sql, {**self._scope, "kind": kind, "name": name, "now": now_iso()}).fetchone()
         return None if found is None else (_row(found[:-1]), str(found[-1]))
 
+    def current_ids(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """Given (kind, name) pairs, return the id of the version of each valid now (absent when none is)."""
+        if not names:
+            return {}
+        pairs = list(dict.fromkeys(names))
+        values = ", ".join(f"(:k{i}, :n{i})" for i in range(len(pairs)))
+        # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
+        # from the row holding the maximum: the latest valid version.
+        sql = (
+            f"WITH wanted(kind, name) AS (VALUES {values}) "
+            "SELECT n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n "
+            "ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h AND n.kind = w.kind AND n.name = w.name "
+            "WHERE n.status = 'active' AND (n.valid_from IS NULL OR n.valid_from <= :now) "
+            "AND (n.valid_to IS NULL OR n.valid_to > :now) GROUP BY n.kind, n.name"
+        )
+        args: dict[str, str] = {**self._scope, "now": now_iso()}
+        for i, (kind, name) in enumerate(pairs):
+            args[f"k{i}"], args[f"n{i}"] = kind, name
+        return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._db.get().execute(sql, args)}
+
     def version(self, note_id: str) -> tuple[NoteRow, str] | None:
         """One stored version by id (for /history), with its rendering."""
         sql = f"SELECT {_COLUMNS}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
@@ -119,16 +143,17 @@ class NotesView:
         """
         now = now_iso()
         valid = "(valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
+        where = f"{self._where} AND status = 'active'"
         if literals:
-            expr = " AND ".join('"' + lit.replace('"', '""') + '"' for lit in literals)
+            expr = trigram_query(literals)
             sql = (
                 f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
                 "CROSS JOIN notes n ON n.rowid = t.rowid "
-                f"WHERE notes_trigram MATCH :expr AND {self._where} AND status = 'active'"
+                f"WHERE notes_trigram MATCH :expr AND {where}"
             )
             args = {**self._scope, "expr": expr, "now": now}
         else:
-            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {self._where} AND status = 'active'"
+            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}"
             args = {**self._scope, "now": now}
         for rowid, id_, kind, name, is_valid in self._db.get().execute(sql, args):
             yield int(rowid), str(id_), str(kind), name, bool(is_valid)
@@ -139,11 +164,11 @@ class NotesView:
             return {}
         marks = ",".join("?" * len(rowids))
         sql = (
-            "SELECT rowid, rendered FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? "
-            f"AND rowid IN ({marks})"
+            f"SELECT rowid, rendered FROM notes WHERE rowid IN ({marks}) "
+            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?"  # +: look up by rowid, not the scope's index
         )
         scope = (self._scope["t"], self._scope["r"], self._scope["h"])
-        rows = self._db.get().execute(sql, [*scope, *rowids])
+        rows = self._db.get().execute(sql, [*rowids, *scope])
         return {int(rowid): str(rendered) for rowid, rendered in rows}
 
     def change_token(self) -> int:

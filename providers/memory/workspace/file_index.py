@@ -16,50 +16,16 @@ import time
 from collections.abc import Iterator
 
 from afi.sqlite import Connections
+from afi.storage.trigram import trigram_query
 
 from ..fabric.errors import MemoryValidationError
 from .jail import FileJail, read_at_most
 
-__all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileIndex"]
+__all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileIndex"]
 
 INDEX_MAX_BYTES = 1 << 20
 REFRESH_SECONDS = 2.0
 TEMP_PREFIX = ".afi-tmp-"  # a whole-file write's temporary name: never listed, read, indexed or written by users
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS workspace_files (
-    rowid INTEGER PRIMARY KEY,
-    space TEXT NOT NULL,
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    UNIQUE (space, path)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS workspace_trigram USING fts5(
-    text, content='workspace_files', content_rowid='rowid', tokenize='trigram'
-);
-CREATE TRIGGER IF NOT EXISTS workspace_files_ai AFTER INSERT ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_files_ad AFTER DELETE ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
-END;
-CREATE TABLE IF NOT EXISTS workspace_seq (space TEXT PRIMARY KEY, seq INTEGER NOT NULL);
-CREATE TRIGGER IF NOT EXISTS workspace_seq_ai AFTER INSERT ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_seq_ad AFTER DELETE ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (old.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_seq_au AFTER UPDATE ON workspace_files BEGIN
-    INSERT INTO workspace_seq(space, seq) VALUES (new.space, 1) ON CONFLICT(space) DO UPDATE SET seq = seq + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS workspace_files_au AFTER UPDATE ON workspace_files BEGIN
-    INSERT INTO workspace_trigram(workspace_trigram, rowid, text) VALUES ('delete', old.rowid, old.text);
-    INSERT INTO workspace_trigram(rowid, text) VALUES (new.rowid, new.text);
-END;
-"""
 
 
 def _index_text(data: bytes) -> str:
@@ -172,7 +138,7 @@ class FileIndex:
         """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
         conn = self._db.get()
         if literal is not None and len(literal) >= 3:
-            quoted = '"' + literal.replace('"', '""') + '"'
+            quoted = trigram_query([literal])
             rows = conn.execute(
                 "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
                 "WHERE workspace_trigram MATCH ? AND f.space = ?",

@@ -20,12 +20,12 @@ from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Too
 from afi.sqlite import Connections
 
 from ..fabric.errors import MemoryValidationError
-from .file_index import INDEX_MAX_BYTES, SCHEMA, TEMP_PREFIX, FileIndex
+from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex
 from .filestat import FileStat, file_stat
 from .jail import FileJail
 from .quota import WorkspaceLimits, check_limits, size_after
 
-__all__ = ["INDEX_MAX_BYTES", "SCHEMA", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
+__all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
 
 MAX_READ_BYTES = 256 << 20
 

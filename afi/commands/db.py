@@ -1,0 +1,84 @@
+"""``afi db status|migrate``: the store file's schema version, its pending steps and its tables."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Column, Table
+
+from .errors import afi_errors
+from .options import DbOption, RootOption, resolve_db, resolve_root
+
+if TYPE_CHECKING:
+    from afi.app.db import SchemaStatus
+
+__all__ = ["register"]
+
+db_app = typer.Typer(
+    help="The store file's schema: show its version and tables, apply pending steps.", no_args_is_help=True
+)
+stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+@db_app.command("status")
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON")] = False,
+    db: DbOption = None,
+    root: RootOption = None,
+) -> None:
+    """Show the schema version, the pending migration steps and every table with its row count."""
+    from afi.app.db import store_status
+
+    path = resolve_db(db, create=False)
+    with afi_errors():
+        found = store_status(path)
+    workspace = resolve_root(root, create=False)
+    if as_json:
+        typer.echo(json.dumps({**found.as_json(), "root": str(workspace)}, indent=2))
+        return
+    _print_status(found, workspace)
+
+
+def _print_status(found: SchemaStatus, workspace: Path) -> None:
+    stdout.print(f"store: {found.path}{'' if found.exists else ' (not created yet)'}", markup=False)
+    stdout.print(f"root: {workspace}", markup=False)
+    note = " (newer than this afi: upgrade afi-memory)" if found.newer else ""
+    stdout.print(f"schema version: {found.version} (this afi knows {found.latest}){note}", markup=False)
+    pending = ", ".join(f"{number} {name}" for number, name in found.pending) or "none"
+    stdout.print(f"pending: {pending}" + (" (afi db migrate applies them)" if found.pending else ""), markup=False)
+    for step in found.applied:
+        stdout.print(f"applied: {step.number} {step.name} at {step.applied_at}", markup=False)
+    if found.tables:
+        table = Table(Column("table", no_wrap=True), "kind", Column("rows", justify="right"))
+        for row in found.tables:
+            table.add_row(row.name, row.kind, str(row.rows))
+        stdout.print(table)
+
+
+@db_app.command("migrate")
+def migrate(db: DbOption = None, root: RootOption = None) -> None:
+    """Apply the pending migration steps (a new file gets every table); say what was done.
+
+    ``--root`` is accepted like on every command that opens the store; the schema does not use it.
+    """
+    from afi.app.db import migrate_store
+
+    path = resolve_db(db)
+    with afi_errors():
+        before, applied = migrate_store(path)
+    if not applied:
+        stdout.print(f"{path}: already at schema version {before}; nothing to do", markup=False)
+        return
+    for step in applied:
+        stdout.print(f"applied step {step.number}: {step.name}", markup=False)
+    stdout.print(f"{path}: schema version {before} -> {applied[-1].number}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``afi db …`` to ``app``."""
+    app.add_typer(db_app, name="db")
