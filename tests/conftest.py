@@ -1,127 +1,17 @@
-"""Shared fixtures: real ``afi serve`` processes and in-thread uvicorn servers, on 127.0.0.1 only.
+"""Shared fixtures: real ``afi serve`` processes (see :mod:`tests.support.servers`) and a provider.
 
-``start_afi_serve`` runs the CLI in a subprocess (``--port 0``), reads the address it prints and
-waits until the manifest answers; ``serve_app_in_thread`` runs any ASGI app (a binding under test)
-on uvicorn in a thread. Both are context managers; the fixtures below wrap them.
+The helpers the fixtures stand on, and that tests import directly, live in ``tests/support/``.
 """
 
 from __future__ import annotations
 
-import queue
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import uvicorn
 
-_LISTENING = "afi: listening on "
-
-
-@dataclass
-class AfiServer:
-    """A running server: its base URL, its store, and tokens by name (empty when keyless)."""
-
-    url: str
-    db: Path
-    root: Path
-    tokens: dict[str, str] = field(default_factory=dict)
-    process: subprocess.Popen[str] | None = None
-
-
-def _pump(stream: Any, lines: queue.Queue[str]) -> None:
-    for line in iter(stream.readline, ""):
-        lines.put(line)
-    stream.close()
-
-
-@contextmanager
-def start_afi_serve(db: Path, root: Path, *args: str, timeout: float = 60.0) -> Iterator[AfiServer]:
-    """Run ``afi serve --port 0`` on 127.0.0.1 over ``db``/``root``; yield it once it answers."""
-    cmd = [sys.executable, "-c", "from afi.cli import main; main()", "serve", "--host", "127.0.0.1", "--port", "0"]
-    cmd += ["--db", str(db), "--root", str(root), *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    errors: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-    threading.Thread(target=_pump, args=(proc.stderr, errors), daemon=True).start()
-    try:
-        url = _await_address(proc, lines, errors, timeout)
-        _await_ready(url, proc, timeout)
-        yield AfiServer(url=url, db=db, root=root, process=proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
-def _drain(errors: queue.Queue[str]) -> str:
-    out = []
-    while not errors.empty():
-        out.append(errors.get_nowait())
-    return "".join(out)
-
-
-def _await_address(
-    proc: subprocess.Popen[str], lines: queue.Queue[str], errors: queue.Queue[str], timeout: float
-) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            if proc.poll() is not None:
-                time.sleep(0.2)
-                raise RuntimeError(f"afi serve exited with {proc.returncode}: {_drain(errors)}") from None
-            continue
-        if line.startswith(_LISTENING):
-            return line[len(_LISTENING) :].split()[0]
-    raise RuntimeError(f"afi serve did not announce its address in {timeout} s: {_drain(errors)}")
-
-
-def _await_ready(url: str, proc: subprocess.Popen[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/.afi/manifest.json", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError(f"afi serve exited with {proc.returncode}")
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer in {timeout} s")
-
-
-@contextmanager
-def serve_app_in_thread(app: Any, *, lifespan: str = "off") -> Iterator[str]:
-    """Run an ASGI app on uvicorn in a thread, on 127.0.0.1 with a free port; yield its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    host, port = server.servers[0].sockets[0].getsockname()[:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        assert not thread.is_alive(), "the server did not shut down"
+from tests.support.servers import AfiServer, start_afi_serve
 
 
 def _keys(db: Path) -> Any:

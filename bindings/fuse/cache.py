@@ -29,7 +29,7 @@ from .handles import Row
 from .localfiles import LocalFiles
 from .nodes import SEARCH_PATH, Inodes, attributes
 
-__all__ = ["Entries", "Invalidator", "Listing"]
+__all__ = ["Entries", "Invalidator", "Listing", "cacheable"]
 
 _LISTINGS = 256  # cached folder listings past which the stale ones are pruned
 
@@ -176,3 +176,8 @@ def _invalidate_pages(ino: int) -> None:
 
 def _ignore_outcome(_outcome: object) -> None:
     """Nothing waits for a page invalidation (see :meth:`Invalidator.stored`)."""
+
+
+def cacheable(entry: Entry) -> bool:
+    """Whether a listed entry may stand in for a stat of its path (not the control file, not a local file)."""
+    return entry.path != SEARCH_PATH and "x-local" not in entry.attributes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from afi.errors import AfiError, InvalidPath
 from afi.model import Entry, MatchPage, SearchRequest, dump
 from afi.paths import is_within
 
-from .nodes import Inodes
+from .nodes import Inodes, Node
 
 __all__ = [
     "SEARCH_USAGE",
@@ -197,6 +198,17 @@ class Handles:
             if node is not None:
                 node.opened += 1
         return fh
+
+    def open_for_write(self, node: Node, flags: int, *, local: bool) -> int:
+        """Open ``node`` for writing with the open(2) ``flags``: ``O_TRUNC`` starts empty, ``O_APPEND``
+        (of a stored file) is stored as an append; return the handle's number."""
+        handle = WriteHandle(node.ino, node.path, local=local)
+        if flags & os.O_TRUNC:
+            handle.buffer, handle.dirty = bytearray(), True
+        else:
+            handle.appending = bool(flags & os.O_APPEND) and not local
+        node.page_etag = None
+        return self.open(handle)
 
     def close(self, fh: int) -> Handle | None:
         """Forget handle ``fh`` and return it; its node goes too unless the kernel or another handle holds it."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import json
 import stat
 import time
 from collections.abc import Callable, Hashable
@@ -24,10 +25,10 @@ from datetime import datetime
 
 import pyfuse3
 
-from afi.model import Entry
+from afi.model import Entry, dump
 from afi.paths import is_within, join, parent
 
-__all__ = ["SEARCH_PATH", "Inodes", "Node", "attributes"]
+__all__ = ["SEARCH_PATH", "Inodes", "Node", "attributes", "filesystem_stats", "xattrs"]
 
 SEARCH_PATH = "/.afi/search"
 _TOKEN_EVERY = 0.1  # seconds between two looks at the change token
@@ -229,3 +230,22 @@ def _owner() -> tuple[int, int]:
 
 
 _OWNER = _owner()
+
+
+def xattrs(entry: Entry) -> dict[bytes, bytes]:
+    """The extended attributes an entry shows: its content type, its etag (when it has one), the whole Entry as JSON."""
+    values = {b"user.afi.content_type": entry.content_type.encode()}
+    if entry.etag is not None:
+        values[b"user.afi.etag"] = entry.etag.encode()
+    values[b"user.afi.entry"] = json.dumps(dump(entry)).encode()
+    return values
+
+
+def filesystem_stats() -> pyfuse3.StatvfsData:
+    """What ``statfs`` answers: 4 KiB blocks, and room that never runs out (the provider refuses past its quotas)."""
+    data = pyfuse3.StatvfsData()
+    data.f_bsize = data.f_frsize = 4096
+    data.f_blocks = data.f_bfree = data.f_bavail = 1 << 24
+    data.f_files = data.f_ffree = data.f_favail = 1 << 24
+    data.f_namemax = 255
+    return data

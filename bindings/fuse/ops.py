@@ -14,7 +14,6 @@ to and from the provider (:mod:`.files`).
 from __future__ import annotations
 
 import errno
-import json
 import os
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -22,15 +21,15 @@ from typing import Any
 import pyfuse3
 
 from afi.errors import AfiError, Forbidden, InvalidPath, NotFound
-from afi.model import Entry, dump
+from afi.model import Entry
 from afi.provider import Caller, Provider
 
 from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, log, mapped_errors
-from .cache import Entries, Invalidator
+from .cache import Entries, Invalidator, cacheable
 from .files import Contents
 from .handles import DirHandle, Handles, ReadHandle, SearchHandle, WriteHandle
 from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
-from .nodes import SEARCH_PATH, Inodes, Node, attributes
+from .nodes import SEARCH_PATH, Inodes, Node, attributes, filesystem_stats, xattrs
 
 __all__ = ["XATTRS", "AfiFS"]
 
@@ -145,27 +144,17 @@ class AfiFS(pyfuse3.Operations):
 
     @mapped_errors
     async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
-        entry = await self.entries.get(self.inodes.node(inode).path)
-        if name == b"user.afi.content_type":
-            return entry.content_type.encode()
-        if name == b"user.afi.etag" and entry.etag is not None:
-            return entry.etag.encode()
-        if name == b"user.afi.entry":
-            return json.dumps(dump(entry)).encode()
-        raise fuse_error(pyfuse3.ENOATTR)
+        value = xattrs(await self.entries.get(self.inodes.node(inode).path)).get(name)
+        if value is None:
+            raise fuse_error(pyfuse3.ENOATTR)
+        return value
 
     @mapped_errors
     async def listxattr(self, inode: int, ctx: Any) -> list[bytes]:
-        entry = await self.entries.get(self.inodes.node(inode).path)
-        return [x for x in XATTRS if x != b"user.afi.etag" or entry.etag is not None]
+        return list(xattrs(await self.entries.get(self.inodes.node(inode).path)))
 
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
-        data = pyfuse3.StatvfsData()
-        data.f_bsize = data.f_frsize = 4096
-        data.f_blocks = data.f_bfree = data.f_bavail = 1 << 24
-        data.f_files = data.f_ffree = data.f_favail = 1 << 24
-        data.f_namemax = 255
-        return data
+        return filesystem_stats()
 
     # -- directories -----------------------------------------------------------------------
 
@@ -207,7 +196,7 @@ class AfiFS(pyfuse3.Operations):
             node.lookups += 1
             # A node already holding this listing's entry is as fresh as the listing; only others are checked.
             settled = listing is not None and node.token == listing and node.entry is not None
-            if not settled and _cacheable(entry) and inodes.fresh(node) is None:
+            if not settled and cacheable(entry) and inodes.fresh(node) is None:
                 inodes.remember(node, entry, token=listing, seen_at=handle.seen_at)
 
     async def releasedir(self, fh: int) -> None:
@@ -287,7 +276,9 @@ class AfiFS(pyfuse3.Operations):
             # direct_io: this descriptor's reads come from its own buffer, the version its write will be
             # stored over (if_match), never from pages another descriptor wrote and may not store
             self._may_change(await self.entries.get(node.path))
-            return pyfuse3.FileInfo(fh=self._open_for_write(node, flags), direct_io=True)
+            return pyfuse3.FileInfo(
+                fh=self.handles.open_for_write(node, flags, local=node.path in self.locals), direct_io=True
+            )
         entry = await self.entries.get(node.path)
         if node.path not in self.locals and self.inodes.fresh(node) is None:
             entry = await self.call(self.provider.stat, node.path)
@@ -295,15 +286,6 @@ class AfiFS(pyfuse3.Operations):
         keep = entry.etag is not None and entry.etag == node.page_etag and node.path not in self.locals
         node.page_etag = entry.etag
         return pyfuse3.FileInfo(fh=self.handles.open(ReadHandle(inode, node.path)), keep_cache=keep)
-
-    def _open_for_write(self, node: Node, flags: int) -> int:
-        handle = WriteHandle(node.ino, node.path, local=node.path in self.locals)
-        if flags & os.O_TRUNC:
-            handle.buffer, handle.dirty = bytearray(), True
-        else:
-            handle.appending = bool(flags & os.O_APPEND) and not handle.local
-        node.page_etag = None
-        return self.handles.open(handle)
 
     @mapped_errors
     async def create(
@@ -324,7 +306,7 @@ class AfiFS(pyfuse3.Operations):
                 raise fuse_error(errno.EEXIST)
             self._may_change(existing)
             node = self.inodes.for_path(path)
-            fh = self._open_for_write(node, flags)
+            fh = self.handles.open_for_write(node, flags, local=node.path in self.locals)
         else:
             reason = refused.message if refused is not None else ""
             if refused is not None:
@@ -415,8 +397,3 @@ class AfiFS(pyfuse3.Operations):
         entry = await self.contents.commit(handle)
         if entry is not None:
             self.invalidator.stored(path, entry)
-
-
-def _cacheable(entry: Entry) -> bool:
-    """Whether a listed entry may stand in for a stat of its path (not the control file, not a local file)."""
-    return entry.path != SEARCH_PATH and "x-local" not in entry.attributes

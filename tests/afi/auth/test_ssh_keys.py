@@ -1,0 +1,136 @@
+"""SSH keys as principals: the store, the authorized-keys file, and ``afi token ssh``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from afi.auth.authorized_keys import AuthorizedKeys, caller_for, fingerprint, parse_key_line
+from afi.auth.keys import KeyStore
+from afi.auth.ssh_keys import SshKeyStore
+from afi.cli import _register_all, app
+from afi.errors import InvalidPath
+from tests.support.ssh import SshServer, keygen, start_afi
+
+
+def _blob(public: Path) -> bytes:
+    return parse_key_line(public.read_text()).blob
+
+
+def test_the_fingerprint_is_openssh_s(tmp_path: Path) -> None:
+    import subprocess
+
+    key = keygen(tmp_path, "k")
+    shown = subprocess.run(["ssh-keygen", "-l", "-f", str(key)], capture_output=True, text=True, check=True).stdout
+    assert fingerprint(_blob(key.with_suffix(".pub"))) == shown.split()[1]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("ssh-ed25519", id="no-blob"),
+        pytest.param("ssh-ed25519 !!!notbase64", id="bad-base64"),
+        pytest.param("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl", id="type-lie"),
+        pytest.param("foo-key AAAA", id="unknown-type"),
+    ],
+)
+def test_malformed_key_lines_are_refused(line: str) -> None:
+    with pytest.raises(InvalidPath):
+        parse_key_line(line)
+
+
+def test_options_map_a_key_to_a_caller(tmp_path: Path) -> None:
+    public = keygen(tmp_path, "k").with_suffix(".pub").read_text().strip()
+    plain = caller_for(parse_key_line(public))
+    assert plain.scopes == frozenset({"afi:read"}) and plain.space == "default" and plain.principal.startswith("ssh:")
+    rich = caller_for(
+        parse_key_line(f'restrict,afi-space="work",afi-scopes="afi:read afi:write",afi-principal="al" {public}')
+    )
+    assert (rich.principal, rich.space, rich.scopes) == ("al", "work", frozenset({"afi:read", "afi:write"}))
+    with pytest.raises(InvalidPath):
+        caller_for(parse_key_line(f'afi-scopes="afi:root" {public}'))
+
+
+def test_an_authorized_keys_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
+    first, second = keygen(tmp_path, "a").with_suffix(".pub"), keygen(tmp_path, "b").with_suffix(".pub")
+    listed = tmp_path / "authorized_keys"
+    listed.write_text(f"# a comment\n{first.read_text()}")
+    keys = AuthorizedKeys(listed)
+    assert keys.lookup(_blob(first)) is not None and keys.lookup(_blob(second)) is None
+    listed.write_text(f'afi-scopes="afi:write" {second.read_text()}')
+    import os
+
+    os.utime(listed, ns=(listed.stat().st_mtime_ns + 10**9,) * 2)
+    assert keys.lookup(_blob(first)) is None
+    caller = keys.lookup(_blob(second))
+    assert caller is not None and caller.has("afi:write")
+
+
+def test_a_bad_authorized_keys_line_fails_loudly_naming_the_line(tmp_path: Path) -> None:
+    listed = tmp_path / "ak"
+    listed.write_text("ssh-ed25519 AAAA broken\n")
+    with pytest.raises(InvalidPath, match=r"ak:1: "):
+        AuthorizedKeys(listed)
+    with pytest.raises(InvalidPath, match="does not exist"):
+        AuthorizedKeys(tmp_path / "missing")
+
+
+def test_the_store_adds_verifies_and_revokes(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    own, attached = keygen(tmp_path, "own").with_suffix(".pub"), keygen(tmp_path, "att").with_suffix(".pub")
+    store, api = SshKeyStore(db), KeyStore(db)
+    record = store.add(own.read_text(), space="s1", scopes=("afi:write",))
+    caller = store.verify(_blob(own))
+    assert caller is not None and (caller.principal, caller.space) == (record.id, "s1") and caller.has("afi:write")
+    with pytest.raises(InvalidPath, match="already added"):
+        store.add(own.read_text())
+    with pytest.raises(InvalidPath, match="unknown scope"):
+        store.add(attached.read_text(), scopes=("afi:everything",))
+    with pytest.raises(InvalidPath, match="no active API key"):
+        store.add(attached.read_text(), api_key="key_nope")
+    api_record, _ = api.create(space="s2", scopes=("afi:read",))
+    store.add(attached.read_text(), api_key=api_record.id)
+    acting = store.verify(_blob(attached))
+    assert acting is not None and (acting.principal, acting.space) == (api_record.id, "s2")
+    api.revoke(api_record.id)
+    assert store.verify(_blob(attached)) is None, "revoking the API key stops its SSH key too"
+    assert store.revoke(record.id) and not store.revoke(record.id)
+    assert store.verify(_blob(own)) is None
+    assert [r.active for r in store.list()] == [False, True]
+
+
+def test_afi_token_ssh_add_list_revoke(tmp_path: Path) -> None:
+    _register_all()
+    db = tmp_path / "afi.db"
+    public = keygen(tmp_path, "cli").with_suffix(".pub")
+    runner = CliRunner()
+    added = runner.invoke(app, ["token", "ssh", "add", str(public), "--scope", "afi:write", "--db", str(db)])
+    assert added.exit_code == 0, added.output
+    key_id, shown = added.stdout.split()[:2]
+    assert key_id.startswith("ssh_") and shown == fingerprint(_blob(public))
+    listed = runner.invoke(app, ["token", "ssh", "list", "--db", str(db)])
+    assert key_id in listed.stdout
+    again = runner.invoke(app, ["token", "ssh", "add", str(public), "--db", str(db)])
+    assert again.exit_code == 2 and "already added" in again.stderr
+    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", str(db)]).exit_code == 0
+    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", str(db)]).exit_code == 2
+
+
+def test_a_server_with_an_authorized_keys_file_maps_each_key(tmp_path: Path) -> None:
+    writer, reader = keygen(tmp_path, "w"), keygen(tmp_path, "r")
+    listed = tmp_path / "authorized_keys"
+    listed.write_text(
+        f'afi-scopes="afi:write",afi-principal="wendy" {writer.with_suffix(".pub").read_text()}'
+        f"{reader.with_suffix('.pub').read_text()}"
+    )
+    args = ["ssh", "--port", "0", "--db", str(tmp_path / "afi.db"), "--root", str(tmp_path / "files")]
+    args += ["--authorized-keys", str(listed), "--conn-rate", "0"]
+    with start_afi(args, tmp_path / "xdg") as ports:
+        server = SshServer(ports["ssh"], tmp_path / "afi.db", tmp_path / "files", {"w": writer, "r": reader})
+        wrote = server.ssh("echo hi > /facts/ak.md; ls -l /facts/ak.md", key="w")
+        assert wrote.code == 0 and " wendy default " in wrote.text
+        refused = server.ssh("rm /facts/ak.md", key="r")
+        assert refused.code == 2 and ": forbidden: " in refused.err

@@ -1,0 +1,130 @@
+"""SFTP over the AFI verbs, driven by OpenSSH's own ``sftp`` client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from afi.clients.ssh import SshClient
+from afi.errors import NotFound
+from tests.support.ssh import SshServer, ssh_server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    with ssh_server(tmp_path_factory.mktemp("ssh-sftp"), "--conn-rate", "0", "--cmd-rate", "0") as running:
+        yield running
+
+
+def test_put_ls_rename_get_rm_mkdir_rmdir(server: SshServer, tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 300  # 76.8 kB: several SFTP write requests, binary
+    (tmp_path / "up.bin").write_bytes(payload)
+    run = server.sftp(
+        "mkdir /files/up\n"
+        "put up.bin /files/up/up.bin\n"
+        "ls -l /files/up\n"
+        "rename /files/up/up.bin /files/up/moved.bin\n"
+        "get /files/up/moved.bin back.bin\n"
+        "get /facts/note.md note.md\n",
+        cwd=tmp_path,
+    )
+    assert run.code == 1  # the last get fails: /facts/note.md does not exist
+    assert "up.bin" in run.text and f" {len(payload)} " in run.text
+    assert (tmp_path / "back.bin").read_bytes() == payload
+    with SshClient(port=server.port, identity=server.keys["reader"]) as reader:
+        assert reader.read("/files/up/moved.bin").data == payload
+        with pytest.raises(NotFound):
+            reader.stat("/files/up/up.bin")
+    done = server.sftp("rm /files/up/moved.bin\nrmdir /files/up\n", cwd=tmp_path)
+    assert done.code == 0, done.err
+    with SshClient(port=server.port, identity=server.keys["reader"]) as reader, pytest.raises(NotFound):
+        reader.stat("/files/up")
+
+
+def test_a_note_uploaded_over_sftp_is_remembered(server: SshServer, tmp_path: Path) -> None:
+    (tmp_path / "n.md").write_text("Bob cycles to work every day.\n")
+    assert server.sftp("put n.md /facts/bob-commute.md\n", cwd=tmp_path).code == 0
+    found = server.ssh('search "how does Bob get to work"').text
+    assert "/facts/bob-commute.md" in found
+
+
+def test_a_read_only_key_cannot_upload_and_nothing_is_written(server: SshServer, tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("nope\n")
+    run = server.sftp("put x.txt /files/ro.txt\n", key="reader", cwd=tmp_path)
+    assert run.code != 0
+    assert "forbidden" in run.err or "Permission denied" in run.err
+    with SshClient(port=server.port, identity=server.keys["writer"]) as writer, pytest.raises(NotFound):
+        writer.stat("/files/ro.txt")
+    history = server.sftp("mkdir /history/x\n", cwd=tmp_path)
+    assert history.code != 0
+
+
+def test_paths_outside_the_tree_are_refused(server: SshServer, tmp_path: Path) -> None:
+    run = server.sftp("get /etc/passwd pw\n", cwd=tmp_path)
+    assert run.code != 0 and not (tmp_path / "pw").exists()
+    climb = server.sftp("get /files/../../etc/passwd pw\n", cwd=tmp_path)
+    assert climb.code != 0 and not (tmp_path / "pw").exists()
+
+
+def _sshfs_usable() -> bool:
+    import os
+    import shutil
+
+    return (
+        shutil.which("sshfs") is not None
+        and shutil.which("fusermount3") is not None
+        and os.access("/dev/fuse", os.W_OK)
+    )
+
+
+@pytest.mark.skipif(not _sshfs_usable(), reason="sshfs (Debian package sshfs) or /dev/fuse is not available")
+def test_sshfs_mounts_the_tree(server: SshServer, tmp_path: Path) -> None:
+    import subprocess
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    options = (
+        f"IdentityFile={server.keys['writer']},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes"
+    )
+    subprocess.run(["sshfs", "-p", str(server.port), "-o", options, "127.0.0.1:/", str(mnt)], check=True, timeout=30)
+    try:
+        (mnt / "files" / "fs.txt").write_text("through sshfs canary\n")
+        assert (mnt / "files" / "fs.txt").read_text() == "through sshfs canary\n"
+        (mnt / "files" / "fs.txt").rename(mnt / "files" / "fs2.txt")
+        grep = subprocess.run(["grep", "-r", "sshfs canary", str(mnt / "files")], capture_output=True, text=True)
+        assert grep.stdout == f"{mnt}/files/fs2.txt:through sshfs canary\n"
+        (mnt / "files" / "fs2.txt").unlink()
+        assert {"facts", "files", "history", ".afi"} <= {p.name for p in mnt.iterdir()}
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=True, timeout=30)
+    with SshClient(port=server.port, identity=server.keys["writer"]) as writer, pytest.raises(NotFound):
+        writer.stat("/files/fs2.txt")
+
+
+def test_a_reader_sees_a_write_whose_close_has_not_arrived(server: SshServer) -> None:
+    """sshfs sends CLOSE after the program's close() returned, so a read can come first."""
+    import asyncio
+
+    import asyncssh
+
+    async def scenario() -> bytes:
+        key = asyncssh.read_private_key(str(server.keys["writer"]))
+        async with (
+            asyncssh.connect(
+                "127.0.0.1", port=server.port, client_keys=[key], known_hosts=None, username="agent"
+            ) as conn,
+            conn.start_sftp_client() as sftp,
+        ):
+            writer = await sftp.open("/files/early.txt", "w")
+            await writer.write("written, not yet closed\n")
+            async with sftp.open("/files/early.txt", "r") as reader:
+                seen = await reader.read()
+            await writer.close()
+            return seen.encode() if isinstance(seen, str) else seen
+
+    assert asyncio.run(scenario()) == b"written, not yet closed\n"
+    with SshClient(port=server.port, identity=server.keys["writer"]) as writer:
+        assert writer.read("/files/early.txt").data == b"written, not yet closed\n"
+        writer.delete("/files/early.txt")

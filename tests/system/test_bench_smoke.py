@@ -1,0 +1,169 @@
+"""The search, HTTP read and load benches, run for real at a tiny size: their JSON has every figure, and sane ones.
+
+Each bench runs as a user runs it (``python -m bench.<name>`` from the repository root) and writes
+its result file into a temporary directory. No timing is asserted: only that the figures exist, are
+positive and consistent, that every side found the same files, and that every body read back intact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOTES = 200
+SELECTIVE_EVERY, SELECTIVE_AT = 200, 17  # as planted by bench/search.py
+BROAD_EVERY, BROAD_AT = 12, 5
+FILES = 40
+ROUNDS = 2
+LOAD_NOTES = 300
+LOAD_SECONDS = 2
+
+
+def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{module}", *args, "--results-dir", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads((out / f"{module}.json").read_text())
+    return result
+
+
+def _positive(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+@pytest.fixture(scope="module")
+def search_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if shutil.which("rg") is None:
+        pytest.skip("ripgrep (rg) is not installed")
+    return _bench("search", tmp_path_factory.mktemp("search"), "--sizes", str(NOTES), "--runs", "3")
+
+
+@pytest.fixture(scope="module")
+def http_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _bench("http_read", tmp_path_factory.mktemp("http"), "--files", str(FILES), "--rounds", str(ROUNDS))
+
+
+@pytest.fixture(scope="module")
+def load_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("load")
+    return _bench("load", out, "--notes", str(LOAD_NOTES), "--seconds", str(LOAD_SECONDS), "--warmup", "0.5")
+
+
+def test_search_result_has_one_size_with_every_case(search_result: dict[str, Any]) -> None:
+    assert search_result["bench"] == "search"
+    (size,) = search_result["sizes"]
+    assert size["notes"] == NOTES
+    assert size["files"] == 2 * NOTES  # /facts/<name>.md and /history/<id>.md per note
+    assert size["build_seconds"] > 0 and size["db_bytes"] > 0
+    assert [c["name"] for c in size["cases"]] == ["selective-exact", "selective-regex", "broad-exact", "broad-regex"]
+    assert set(size["goals_met"]) == {
+        "selective_first_page_10x",
+        "selective_first_page_p50_10ms",
+        "broad_all_pages_not_slower",
+        "all_agree",
+    }
+
+
+@pytest.mark.parametrize("index", range(4), ids=["selective-exact", "selective-regex", "broad-exact", "broad-regex"])
+def test_search_case_figures_are_consistent(search_result: dict[str, Any], index: int) -> None:
+    case = search_result["sizes"][0]["cases"][index]
+    if case["name"].startswith("selective"):
+        planted = sum(1 for i in range(NOTES) if i % SELECTIVE_EVERY == SELECTIVE_AT)
+    else:
+        planted = sum(1 for i in range(NOTES) if i % BROAD_EVERY == BROAD_AT)
+    assert case["agree"] is True, "provider, rg and grep must find the same files"
+    assert case["matching_notes"] == planted
+    assert case["matching_files"] == 2 * planted
+    assert case["match_fraction"] == pytest.approx(planted / NOTES)
+    every = case["provider_all_pages_ms"]
+    assert every["matches"] >= case["matching_files"]
+    assert case["first_page_matches"] == min(100, every["matches"])
+    assert every["pages"] == max(1, math.ceil(every["matches"] / every["limit"]))
+    for key in ("provider_first_page_ms", "provider_all_pages_ms", "rg_ms", "grep_ms"):
+        stats = case[key]
+        assert _positive(stats["p50"]) and stats["p95"] >= stats["p50"], key
+    assert case["provider_first_page_ms"]["runs"] == 3
+    best = min(case["rg_ms"]["p50"], case["grep_ms"]["p50"])
+    assert case["first_page_speedup"] == pytest.approx(best / case["provider_first_page_ms"]["p50"])
+    assert _positive(case["all_pages_speedup"])
+    assert case["best_tool"] in ("rg", "grep")
+
+
+def test_search_refuses_a_bad_size(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.search", "--sizes", "ten", "--results-dir", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert not (tmp_path / "search.json").exists()
+
+
+def test_http_read_figures_are_consistent(http_result: dict[str, Any]) -> None:
+    assert http_result["bench"] == "http_read"
+    assert http_result["files"] == FILES
+    assert FILES * 1024 <= http_result["bytes_total"] <= FILES * 4096
+    assert http_result["mismatches"] == 0, "every body must equal the bytes written"
+    for key in ("afi_files_per_s", "static_files_per_s"):
+        rates = http_result[key]
+        assert len(rates["all"]) == ROUNDS
+        assert all(_positive(r) for r in rates["all"])
+        assert rates["min"] <= rates["median"] <= rates["max"]
+    ratio = http_result["afi_files_per_s"]["median"] / http_result["static_files_per_s"]["median"]
+    assert http_result["ratio"] == pytest.approx(ratio)
+    assert http_result["goal_met"] == (ratio >= http_result["goal_ratio"])
+    cpu = http_result["server_cpu_us_per_read"]
+    assert set(cpu) == {"afi", "static"} and min(cpu.values()) >= 0 and sum(cpu.values()) > 0
+
+
+def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
+    assert load_result["bench"] == "load"
+    assert load_result["notes"] == LOAD_NOTES and load_result["clients"] == 8 and load_result["writers"] == 1
+    names = sorted(load_result["configs"], key=lambda name: name != "1 process")  # the baseline first
+    if load_result["workers_option_available"]:  # the side by side, when afi serve has --workers
+        assert names == ["1 process", f"--workers {load_result['workers_requested']}"]
+    else:
+        assert names == ["1 process"]
+    for name in names:
+        config = load_result["configs"][name]
+        assert set(config["phases"]) == {"read", "write"}
+        for phase, figures in config["phases"].items():
+            assert figures["errors"] == 0, (name, phase, figures["error_examples"])
+            assert figures["lost_writes"] == 0
+            assert figures["requests"] > 0 and _positive(figures["req_per_s"])
+            assert figures["req_per_s"] == pytest.approx(figures["requests"] / figures["seconds"])
+            latency = figures["latency_ms"]
+            assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
+            assert set(figures["by_kind"]) <= {"read", "stat", "list", "exact", "regex", "semantic", "write",
+                                               "counter-read"}  # fmt: skip
+            assert sum(k["count"] for k in figures["by_kind"].values()) == figures["requests"]
+            assert figures["semantic_p50_ms"] == figures["by_kind"]["semantic"]["p50"]
+            assert set(figures["goals_met"]) == {"req_per_s", "p99_ms", "semantic_p50_ms", "errors", "lost_writes"}
+        write = config["phases"]["write"]
+        assert write["writes_acked"] > 0 and write["by_kind"]["write"]["count"] == write["writes_acked"]
+        before, after = write["counters_before"], write["counters_after"]
+        grown = sum(after[path] - before[path] for path in after)
+        assert grown == write["writes_acked"], "every acknowledged increment is stored, and no other"
+        for moment, resources in config["resources"].items():
+            assert resources["processes"] >= 1 and resources["rss_mb"] > 0 and resources["fds"] > 0, moment
+        assert sum(config["resources"]["during_read"]["connections_by_process"]) == 8
+        assert sum(config["resources"]["during_write"]["connections_by_process"]) == 9
+    if len(names) > 1:
+        assert load_result["configs"][names[1]]["resources"]["idle"]["processes"] > 2  # a supervisor and its workers
