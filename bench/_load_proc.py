@@ -133,7 +133,7 @@ def server_resources(pid: int, port: int | None = None) -> dict[str, Any]:
     """Resident memory, open descriptors and CPU seconds of a process and its descendants, summed; with
     ``port``, also how many established connections to it each process holds (keep-alive clients stick
     to the worker that accepted them)."""
-    rss_kb = fds = 0
+    rss_kb = pss_kb = anon_kb = fds = 0
     cpu = 0.0
     pids = []
     connections: list[int] = []
@@ -142,17 +142,32 @@ def server_resources(pid: int, port: int | None = None) -> dict[str, Any]:
     for each in _process_tree(pid):
         try:
             status = Path(f"/proc/{each}/status").read_text()
+            rollup = Path(f"/proc/{each}/smaps_rollup").read_text()
             links = [os.readlink(f"/proc/{each}/fd/{fd}") for fd in os.listdir(f"/proc/{each}/fd")]
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # it ended meanwhile (or a descriptor closed while it was read)
             continue
-        rss_kb += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+        rss_kb += _field_kb(status, "VmRSS:")
+        anon_kb += _field_kb(status, "RssAnon:")
+        pss_kb += _field_kb(rollup, "Pss:")
         fds += len(links)
         cpu += (int(fields[11]) + int(fields[12])) / tick
         pids.append(each)
         if port is not None:
             connections.append(sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in sockets))
-    out: dict[str, Any] = {"rss_mb": rss_kb / 1024, "fds": fds, "processes": len(pids), "cpu_seconds": cpu}
+    out: dict[str, Any] = {
+        "rss_mb": rss_kb / 1024,
+        "pss_mb": pss_kb / 1024,
+        "anon_mb": anon_kb / 1024,
+        "fds": fds,
+        "processes": len(pids),
+        "cpu_seconds": cpu,
+    }
     if port is not None:
         out["connections_by_process"] = sorted((c for c in connections if c), reverse=True)
     return out
+
+
+def _field_kb(text: str, name: str) -> int:
+    """The kB figure of one ``Name:  1234 kB`` line of a /proc file (0 when absent)."""
+    return next((int(line.split()[1]) for line in text.splitlines() if line.startswith(name)), 0)
