@@ -8,12 +8,12 @@ imports a binding.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import Forbidden
 from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 
-__all__ = ["SCOPES", "BoundVerbs", "Caller", "Provider"]
+__all__ = ["SCOPES", "BoundVerbs", "Caller", "LedgerProvider", "Provider"]
 
 SCOPES = ("afi:read", "afi:write", "afi:admin")
 
@@ -90,6 +90,17 @@ class Provider(Protocol):
     def delete(self, caller: Caller, path: str, *, recursive: bool = False) -> DeleteResult: ...
 
     def move(self, caller: Caller, source: str, destination: str, *, overwrite: bool = False) -> Entry: ...
+
+
+@runtime_checkable
+class LedgerProvider(Protocol):
+    """A provider that also keeps an observational ledger per session (the memory provider does); a
+    binding offers the ledger's routes only to a provider of this kind."""
+
+    def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Append to a session's branch: ``op`` is one of ``append``, ``observe``, ``reflect``,
+        ``scope.open``, ``scope.close``, ``bind``, and ``body`` that operation's JSON fields."""
+        ...
 
 
 class BoundVerbs:

@@ -3,8 +3,8 @@
 ``op`` is one of ``append`` (``{messages: [{role, text, entry_id, timestamp?}]}``), ``observe``,
 ``reflect``, ``scope.open``, ``scope.close``, ``bind``; the body is that operation's JSON fields.
 Same door as the AFI routes (bearer key, space, rate limit); a write needs ``afi:write``. The route
-only translates: the provider's ``ledger_write`` does the work, and answers 405 ``unsupported`` when
-the provider has no ledger.
+only translates: the provider's ``ledger_write`` (:class:`~afi.provider.LedgerProvider`) does the work,
+and answers 405 ``unsupported`` when the provider keeps no ledger.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from afi.errors import Unsupported
-from afi.provider import Provider
+from afi.provider import LedgerProvider, Provider
 
 from ..offload import offload
 from .app import Who
@@ -31,9 +31,8 @@ def ledger_router(provider: Provider) -> APIRouter:
 
     @router.post("/ledger/{session}/{op}", summary="Append to a session's observational ledger", tags=["ledger"])
     async def ledger_write(who: Who, session: str, op: str, body: Annotated[dict[str, Any], Body()]) -> JSONResponse:
-        write = getattr(provider, "ledger_write", None)
-        if not callable(write):
+        if not isinstance(provider, LedgerProvider):
             raise Unsupported("this provider keeps no observational ledger")
-        return JSONResponse(await offload(write, who, op, session, body))
+        return JSONResponse(await offload(provider.ledger_write, who, op, session, body))
 
     return router

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
-from tests.support.servers import AfiServer
+from afi.bindings.http.app import create_app
+from afi.provider import LedgerProvider
+from afi.providers.memory.provider import MemoryProvider
+from tests.support.servers import AfiServer, serve_app_in_thread
 
 
 def _bearer(server: AfiServer, name: str) -> dict[str, str]:
@@ -52,3 +57,32 @@ def test_ledger_writes_are_refused_cleanly(afi_server: AfiServer) -> None:
     assert unknown.status_code == 400
     read = httpx.get(f"{url}/afi/read", params={"path": "/sessions/http-s2.md"}, headers=_bearer(afi_server, "writer"))
     assert "nope" not in read.text and "[c1]" in read.text and ": a" in read.text
+
+
+class _NoLedger:
+    """The AFI verbs of a memory provider and nothing else: a provider that keeps no ledger."""
+
+    def __init__(self, inner: MemoryProvider) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _AFI_VERBS:
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+_AFI_VERBS = {"manifest", "authenticate", "stat", "list", "read", "search", "write", "mkdir", "delete", "move"}
+
+
+def test_ledger_routes_follow_the_ledger_protocol(memory_provider: MemoryProvider) -> None:
+    assert isinstance(memory_provider, LedgerProvider)
+    plain = _NoLedger(memory_provider)
+    assert not isinstance(plain, LedgerProvider)
+    msg = {"messages": [{"role": "user", "text": "hello", "entry_id": "n1"}]}
+    with serve_app_in_thread(create_app(plain)) as url:  # type: ignore[arg-type]
+        refused = httpx.post(f"{url}/ledger/s1/append", json=msg)
+        assert refused.status_code == 405, refused.text
+        assert refused.json()["error"]["code"] == "unsupported"
+        assert httpx.get(f"{url}/afi/stat", params={"path": "/facts"}).status_code == 200
+    with serve_app_in_thread(create_app(memory_provider)) as url:
+        assert httpx.post(f"{url}/ledger/s1/append", json=msg).status_code == 200
