@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,12 @@ class Space:
 
 
 class Spaces:
-    """Opens each space of the store at first use, sweeping its workspace's orphaned temporary files."""
+    """Opens each space of the store at first use, sweeping its workspace's orphaned temporary files.
+
+    At most ``keep`` spaces stay open (each holds its vector index and caches in memory); opening one
+    more lets go of the least recently used, which opens again, from the store, when next asked for. A
+    thread still using a space let go of keeps its objects until it is done.
+    """
 
     def __init__(
         self,
@@ -44,22 +50,34 @@ class Spaces:
         limits: WorkspaceLimits,
         locks: SpaceLocks,
         embedder: Embedder | None = None,
+        *,
+        keep: int = 64,
     ) -> None:
         self._db, self._connections, self._root, self._limits = db, connections, root, limits
         self._locks = locks
         self._embedder = embedder
-        self._open: dict[str, Space] = {}
+        self.keep = keep
+        self._open: OrderedDict[str, Space] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, name: str) -> Space:
-        found = self._open.get(name)
-        if found is not None:
-            return found
+        with self._lock:
+            found = self._open.get(name)
+            if found is not None:
+                self._open.move_to_end(name)
+                return found
         check_space_name(name)
+        if not (self._root / name).is_dir():  # no folder yet: nothing a crashed writer could have left
+            return self._get_or_open(name)
         with self._locks.hold(name):  # no writer is mid-way, so a temporary file found now is an orphan
             found = self._get_or_open(name)
             found.workspace.sweep_temporary_files()
         return found
+
+    def open_count(self) -> int:
+        """How many spaces this process holds open."""
+        with self._lock:
+            return len(self._open)
 
     def _get_or_open(self, name: str) -> Space:
         with self._lock:
@@ -73,6 +91,9 @@ class Spaces:
                     Ledger(self._db, space=name),
                 )
                 self._open[name] = found
+                while len(self._open) > self.keep:
+                    self._open.popitem(last=False)
+            self._open.move_to_end(name)
         return found
 
 

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,11 +61,18 @@ class _SpaceLock:
 
 
 class SpaceLocks:
-    """The write locks of the spaces of one store (``folder`` holds the lock files)."""
+    """The write locks of the spaces of one store (``folder`` holds the lock files).
 
-    def __init__(self, folder: Path) -> None:
+    At most ``keep`` locks stay open (a descriptor each); past that, the ones no thread holds are closed
+    and forgotten, least recently used first, so touching many spaces never runs a process out of
+    descriptors. A thread that still has a forgotten lock in hand stays safe: the ``flock`` on its own
+    descriptor excludes the holder of the new one as it excludes another process.
+    """
+
+    def __init__(self, folder: Path, *, keep: int = 64) -> None:
         self.folder = folder
-        self._locks: dict[str, _SpaceLock] = {}
+        self.keep = keep
+        self._locks: OrderedDict[str, _SpaceLock] = OrderedDict()
         self._guard = threading.Lock()
 
     @contextlib.contextmanager
@@ -83,7 +91,28 @@ class SpaceLocks:
             if found is None:
                 self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
                 found = self._locks[space] = _SpaceLock(self.folder / f"{space}.lock")
+                self._forget_idle()
+            self._locks.move_to_end(space)
             return found
+
+    def _forget_idle(self) -> None:
+        """Close and forget the least recently used locks no thread holds, down to ``keep`` (``_guard`` held)."""
+        for name in list(self._locks)[:-1]:
+            if len(self._locks) <= self.keep:
+                return
+            lock = self._locks[name]
+            if lock.thread_lock.acquire(blocking=False):
+                try:
+                    if lock.depth == 0:
+                        lock.close()
+                        del self._locks[name]
+                finally:
+                    lock.thread_lock.release()
+
+    def open_count(self) -> int:
+        """How many lock files this process holds open."""
+        with self._guard:
+            return sum(1 for lock in self._locks.values() if lock.fd is not None)
 
     def close(self) -> None:
         """Close the lock files that no thread holds."""

@@ -1,0 +1,94 @@
+"""Touching many spaces costs bounded memory and descriptors: idle spaces and their lock files are let go."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from pathlib import Path
+
+from afi.model import SearchRequest
+from afi.provider import Caller
+from afi.providers.memory.provider import MemoryProvider
+
+
+def _caller(space: str) -> Caller:
+    return Caller(principal="local", space=space)
+
+
+def _descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_touching_hundreds_of_spaces_keeps_a_bounded_set_open(tmp_path: Path) -> None:
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    first = _caller("s0")
+    provider.write(first, "/facts/kept.md", b"the canary deploy")
+    provider.write(first, "/files/kept.txt", b"hello")
+    counts = []
+    for i in range(1, 1001):
+        who = _caller(f"s{i}")
+        provider.stat(who, "/facts")
+        provider.list(who, "/files")
+        provider.write(who, f"/facts/n{i}.md", f"note {i}".encode())
+        provider.search(who, SearchRequest.model_validate({"query": {"semantic": "note"}}))
+        if i % 100 == 0:
+            # A space let go is freed, connections and all, by the cycle collector (its fabric and
+            # vector index refer to each other); a server's runs on its own schedule, this one on ours.
+            gc.collect()
+            counts.append(_descriptors())
+    spaces = provider._spaces
+    locks = provider._write_locks
+    assert spaces.open_count() <= spaces.keep
+    assert locks.open_count() <= locks.keep
+    after_600, after_1000 = counts[5], counts[9]  # both past the bounds: the last 400 spaces add nothing
+    assert after_1000 - after_600 < 16, f"descriptors grew with the spaces touched: {counts}"
+    # the first space was let go long ago; it opens again from the store with everything in it
+    assert b"the canary deploy" in provider.read(first, "/facts/kept.md").data
+    assert provider.read(first, "/files/kept.txt").data == b"hello"
+    hits = provider.search(first, SearchRequest.model_validate({"query": "canary"})).matches
+    assert "/facts/kept.md" in {m.path for m in hits}
+
+
+def test_a_space_let_go_mid_write_loses_nothing(tmp_path: Path) -> None:
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    provider._spaces.keep = 2
+    provider._write_locks.keep = 2
+    counter = _caller("counted")
+    provider.write(counter, "/files/n.txt", b"0")
+    errors: list[BaseException] = []
+
+    def bump(times: int) -> None:
+        try:
+            for _ in range(times):
+                while True:
+                    entry = provider.stat(counter, "/files/n.txt")
+                    value = int(provider.read(counter, "/files/n.txt").data)
+                    try:
+                        provider.write(counter, "/files/n.txt", str(value + 1).encode(), if_match=entry.etag)
+                        break
+                    except Exception as err:  # a conflict: read again
+                        if getattr(err, "code", None) != "conflict":
+                            raise
+
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    def churn(stop: threading.Event) -> None:
+        i = 0
+        while not stop.is_set():
+            provider.stat(_caller(f"other{i % 7}"), "/facts")
+            i += 1
+
+    stop = threading.Event()
+    churner = threading.Thread(target=churn, args=(stop,))
+    churner.start()
+    workers = [threading.Thread(target=bump, args=(50,)) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    stop.set()
+    churner.join()
+    assert not errors, errors
+    assert provider.read(counter, "/files/n.txt").data == b"150"
