@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.postgres import postgres_server
 from tests.support.servers import AfiServer, start_afi_serve
 
 
@@ -52,3 +53,10 @@ def memory_provider(tmp_path: Path) -> Any:
     from afi.providers.memory.provider import MemoryProvider
 
     return MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL with pgvector and pg_trgm, started once for the tests that ask for it."""
+    with postgres_server() as url:
+        yield url

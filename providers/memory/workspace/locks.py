@@ -66,7 +66,8 @@ class SpaceLocks:
     At most ``keep`` locks stay open (a descriptor each); past that, the ones no thread holds are closed
     and forgotten, least recently used first, so touching many spaces never runs a process out of
     descriptors. A thread that still has a forgotten lock in hand stays safe: the ``flock`` on its own
-    descriptor excludes the holder of the new one as it excludes another process.
+    descriptor excludes another thread holding the new one as it excludes another process, and a
+    thread's own nested holds never take a second lock.
     """
 
     def __init__(self, folder: Path, *, keep: int = 64) -> None:
@@ -74,15 +75,31 @@ class SpaceLocks:
         self.keep = keep
         self._locks: OrderedDict[str, _SpaceLock] = OrderedDict()
         self._guard = threading.Lock()
+        self._held = threading.local()  # per thread: the spaces it holds, and how deep
 
     @contextlib.contextmanager
     def hold(self, space: str) -> Iterator[None]:
-        """Hold the space's write lock for the ``with`` block (re-entrant within a thread)."""
+        """Hold the space's write lock for the ``with`` block (re-entrant within a thread).
+
+        Re-entry is counted per thread and space, not per lock object: a lock forgotten while this
+        thread held it is not the one a nested ``hold`` would find, and its ``flock`` would shut this
+        thread out of the new one.
+        """
+        held: dict[str, int] = self._held.__dict__.setdefault("spaces", {})
+        if held.get(space):
+            held[space] += 1
+            try:
+                yield
+            finally:
+                held[space] -= 1
+            return
         lock = self._lock(space)
         lock.acquire()
+        held[space] = 1
         try:
             yield
         finally:
+            del held[space]
             lock.release()
 
     def _lock(self, space: str) -> _SpaceLock:

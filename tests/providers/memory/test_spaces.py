@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import threading
 from pathlib import Path
 
 from afi.model import SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
+from afi.providers.memory.workspace.locks import SpaceLocks
 
 
 def _caller(space: str) -> Caller:
@@ -87,8 +89,29 @@ def test_a_space_let_go_mid_write_loses_nothing(tmp_path: Path) -> None:
     for w in workers:
         w.start()
     for w in workers:
-        w.join()
+        w.join(60)
     stop.set()
-    churner.join()
+    churner.join(60)
+    assert not any(w.is_alive() for w in workers), "a writer is stuck (a lock it cannot get)"
     assert not errors, errors
     assert provider.read(counter, "/files/n.txt").data == b"150"
+
+
+def test_a_nested_hold_after_the_lock_was_forgotten_does_not_lock_itself_out(tmp_path: Path) -> None:
+    locks = SpaceLocks(tmp_path / "locks", keep=1)
+
+    def timed_out(_signum: int, _frame: object) -> None:
+        raise TimeoutError("the nested hold waited on this thread's own lock")
+
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    signal.alarm(5)
+    try:
+        with locks.hold("a"):
+            # What another thread's eviction does between a _lock() and its acquire(): the held lock
+            # is no longer the one the store's table hands out.
+            locks._locks.pop("a")
+            with locks.hold("a"):  # the provider re-enters this way: a write that opens its space
+                pass
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

