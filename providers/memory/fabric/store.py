@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import sqlite_utils
 
 from afi.sqlite import Connections, configure
 from afi.storage import applied_steps, ensure_schema
@@ -67,11 +66,6 @@ class Store:
             return self._shared
         assert self._files is not None
         return self._files.get()
-
-    @property
-    def db(self) -> sqlite_utils.Database:
-        """This thread's connection as a sqlite-utils Database."""
-        return sqlite_utils.Database(self.conn())
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
