@@ -214,6 +214,7 @@ class _FabricSessions:
                     destructive=tool.kind == "delete",
                     idempotent=read_only or tool.kind == "delete",
                     call=call,
+                    searches=tool.kind == "search",
                 )
             )
         return specs

@@ -42,7 +42,6 @@ from .tools import ToolOutput, ToolSpec, afi_tools
 __all__ = ["IDEMPOTENCY_META", "FabricSessions", "LiveSession", "McpBinding", "RequestInfo", "ToolNames", "stdio_info"]
 
 IDEMPOTENCY_META = "idempotencyKey"
-SEARCHES = frozenset({"afi.search", "memory.recall"})  # tools that queue in the search lane (bindings/offload.py)
 _TRACKED = "afi.session"  # set in a connection's state once its end is wired to end_session
 INSTRUCTIONS = (
     "An agent's memory as a filesystem (AFI). Notes: /facts/<name>.md, /procedures/<name>.md, "
@@ -311,7 +310,7 @@ class McpBinding:
             output = ToolOutput(stored.get("structured", {}), str(stored.get("text", "")))
             return success_result(output, claim.describe(status="completed", stored=True))
         try:
-            lane = search_lane() if spec.name in SEARCHES else None
+            lane = search_lane() if spec.searches else None
             output = await offload(spec.call, info.caller, arguments, limiter=lane)
         except AfiError as err:
             finished, _ = await offload(receipts.finish, claim, result=None, failed=True)
@@ -329,7 +328,7 @@ class McpBinding:
             if self.inline_reads and not spec.writes:
                 output = guarded(spec.call, caller, arguments)
             else:
-                lane = search_lane() if spec.name in SEARCHES else None
+                lane = search_lane() if spec.searches else None
                 output = await offload(spec.call, caller, arguments, limiter=lane)
         except AfiError as err:
             return error_result(err)

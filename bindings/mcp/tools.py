@@ -51,6 +51,7 @@ class ToolSpec:
     destructive: bool
     idempotent: bool
     call: ToolCall
+    searches: bool = False  # queues in the search lane (bindings/offload.py: search_lane)
 
     @property
     def writes(self) -> bool:
@@ -273,7 +274,17 @@ def afi_tools(provider: Provider) -> list[ToolSpec]:
     ]
     capabilities = set(provider.manifest().capabilities)
     return [
-        ToolSpec(name, DESCRIPTIONS[name], INPUTS[name], output, read_only, destructive, idempotent, call)
+        ToolSpec(
+            name,
+            DESCRIPTIONS[name],
+            INPUTS[name],
+            output,
+            read_only,
+            destructive,
+            idempotent,
+            call,
+            searches=call is search,
+        )
         for name, call, output, read_only, destructive, idempotent in table
         if name == "afi.manifest" or name.removeprefix("afi.") in capabilities
     ]

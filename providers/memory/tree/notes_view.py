@@ -19,9 +19,15 @@ from ..fabric.types import Scope
 __all__ = ["NoteRow", "NotesView", "now_iso"]
 
 _COLUMNS = "id, kind, name, path, seq, length(CAST(rendered AS BLOB)), created_at, updated_at, ingested_at"
-_VALID_NOW = (
-    "status = 'active' AND (valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
-)
+
+
+def _valid_now(table: str = "") -> str:
+    """The condition of a version valid at ``:now`` (``table``: the alias prefix, such as ``n.``)."""
+    starts = f"({table}valid_from IS NULL OR {table}valid_from <= :now)"
+    return f"{starts} AND ({table}valid_to IS NULL OR {table}valid_to > :now)"
+
+
+_VALID_NOW = f"status = 'active' AND {_valid_now()}"
 
 
 def now_iso() -> str:
@@ -116,8 +122,7 @@ class NotesView:
             f"WITH wanted(kind, name) AS (VALUES {values}) "
             "SELECT n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n "
             "ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h AND n.kind = w.kind AND n.name = w.name "
-            "WHERE n.status = 'active' AND (n.valid_from IS NULL OR n.valid_from <= :now) "
-            "AND (n.valid_to IS NULL OR n.valid_to > :now) GROUP BY n.kind, n.name"
+            f"WHERE n.status = 'active' AND {_valid_now('n.')} GROUP BY n.kind, n.name"
         )
         args: dict[str, str] = {**self._scope, "now": now_iso()}
         for i, (kind, name) in enumerate(pairs):
@@ -142,7 +147,7 @@ class NotesView:
         every active note of the scope is a candidate. Texts are loaded separately, page by page.
         """
         now = now_iso()
-        valid = "(valid_from IS NULL OR valid_from <= :now) AND (valid_to IS NULL OR valid_to > :now)"
+        valid = _valid_now()
         where = f"{self._where} AND status = 'active'"
         if literals:
             expr = trigram_query(literals)

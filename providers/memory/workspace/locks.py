@@ -27,37 +27,42 @@ def lock_folder(db: Path) -> Path:
 
 
 class _SpaceLock:
+    """One space's lock file, and the thread lock that lets one thread of this process use it at a time
+    (re-entry is counted by :meth:`SpaceLocks.hold`, per thread)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.thread_lock = threading.RLock()
-        self.depth = 0
+        self.thread_lock = threading.Lock()
         self.fd: int | None = None
 
     def acquire(self) -> None:
         self.thread_lock.acquire()
         try:
-            if self.depth == 0:
-                if self.fd is None:
-                    self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
-            self.depth += 1
+            if self.fd is None:
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
         except BaseException:
             self.thread_lock.release()
             raise
 
     def release(self) -> None:
         try:
-            self.depth -= 1
-            if self.depth == 0 and self.fd is not None:
+            if self.fd is not None:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
         finally:
             self.thread_lock.release()
 
-    def close(self) -> None:
-        with self.thread_lock:
-            if self.fd is not None and self.depth == 0:
+    def close_if_idle(self) -> bool:
+        """Close the lock file unless a thread holds the lock; return whether it is closed."""
+        if not self.thread_lock.acquire(blocking=False):
+            return False
+        try:
+            if self.fd is not None:
                 os.close(self.fd)
                 self.fd = None
+            return True
+        finally:
+            self.thread_lock.release()
 
 
 class SpaceLocks:
@@ -117,14 +122,8 @@ class SpaceLocks:
         for name in list(self._locks)[:-1]:
             if len(self._locks) <= self.keep:
                 return
-            lock = self._locks[name]
-            if lock.thread_lock.acquire(blocking=False):
-                try:
-                    if lock.depth == 0:
-                        lock.close()
-                        del self._locks[name]
-                finally:
-                    lock.thread_lock.release()
+            if self._locks[name].close_if_idle():
+                del self._locks[name]
 
     def open_count(self) -> int:
         """How many lock files this process holds open."""
@@ -135,4 +134,4 @@ class SpaceLocks:
         """Close the lock files that no thread holds."""
         with self._guard:
             for lock in self._locks.values():
-                lock.close()
+                lock.close_if_idle()
