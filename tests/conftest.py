@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.postgres import postgres_server
+from tests.support.postgres import Databases, postgres_server
 from tests.support.servers import AfiServer, start_afi_serve
 
 
@@ -60,3 +60,23 @@ def postgres_url() -> Iterator[str]:
     """A real PostgreSQL with pgvector and pg_trgm, started once for the tests that ask for it."""
     with postgres_server() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_databases(postgres_url: str) -> Databases:
+    """Fresh store databases on the tests' PostgreSQL, each copied from a migrated template."""
+    return Databases(postgres_url)
+
+
+@pytest.fixture
+def pg_store_url(postgres_databases: Databases) -> str:
+    """The URL of a new, empty PostgreSQL store (schema at the latest step) for this test alone."""
+    return postgres_databases.fresh()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty store on each engine in turn: a SQLite file path, then a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "afi.db")
+    return str(request.getfixturevalue("pg_store_url"))

@@ -1,0 +1,186 @@
+"""The PostgreSQL engine: a psycopg connection pool per URL, statements in the SQLite engine's ``?`` style.
+
+A thread borrows a pooled connection for the length of its outermost ``read()`` or ``transaction()``
+and gives it back at the end, so a process holds as many connections as it has threads inside the
+store at once (at most ``AFI_PG_POOL``, 16 by default), not one per thread it ever ran. Connections
+are in autocommit mode: a read is one statement, a write is one explicit transaction; nested blocks on
+the same thread join the outermost one.
+
+The schema is brought up to date once per URL per process, under an advisory lock so that replicas
+starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from ..errors import Unsupported
+from .database import Connection, Dialect
+
+__all__ = ["PostgresDatabase", "redact_url", "to_psycopg"]
+
+_POOL_SIZE = int(os.environ.get("AFI_PG_POOL", "16"))
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:([A-Za-z_][A-Za-z0-9_]*)|%")
+
+
+@functools.lru_cache(maxsize=2048)
+def to_psycopg(sql: str) -> str:
+    """Rewrite a statement's ``?`` and ``:name`` placeholders as psycopg's ``%s`` and ``%(name)s``.
+
+    Placeholders inside quoted strings and identifiers are left alone, ``::`` casts too; every
+    ``%`` is doubled, since psycopg reads placeholders inside literals as well.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        if match.group(1) is not None:
+            return f"%({match.group(1)})s"
+        return token.replace("%", "%%")  # psycopg reads placeholders inside literals too
+
+    return _TOKEN.sub(replace, sql)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (for messages and ``afi db status``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+class PgConnection:
+    """A pooled psycopg connection that takes ``?`` placeholders, as :class:`~.database.Connection` says."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), /) -> psycopg.Cursor[Any]:
+        return self.raw.execute(to_psycopg(sql), params or None, prepare=False)
+
+    def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(to_psycopg(sql), params)
+
+
+class _Held(threading.local):
+    conn: PgConnection | None = None
+    depth = 0  # nested read()/transaction() blocks on this thread
+    tx_depth = 0  # of which transactions
+
+
+class PostgresDatabase:
+    """One PostgreSQL database; :meth:`open` shares it (and its pool) among every part of a process."""
+
+    dialect: Dialect = "postgresql"
+    _open: ClassVar[dict[str, PostgresDatabase]] = {}
+    _open_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, url: str, *, pool_size: int = _POOL_SIZE) -> None:
+        self._url = url
+        self._held = _Held()
+        from .postgres_schema import ensure_postgres_schema
+
+        ensure_postgres_schema(url)
+        self.pool = ConnectionPool(
+            url,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+            min_size=1,
+            max_size=max(1, pool_size),
+            configure=_configure,
+            name="afi",
+            open=True,
+        )
+        self._closed = False
+
+    @classmethod
+    def open(cls, url: str) -> PostgresDatabase:
+        """The process's database for that URL, opened (and its schema migrated) at first use."""
+        with cls._open_lock:
+            found = cls._open.get(url)
+            if found is None or found._closed:
+                found = cls(url)
+                cls._open[url] = found
+            return found
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @contextmanager
+    def _borrow(self) -> Iterator[PgConnection]:
+        held = self._held
+        if held.conn is not None:
+            held.depth += 1
+            try:
+                yield held.conn
+            finally:
+                held.depth -= 1
+            return
+        if self._closed:
+            raise Unsupported("the store is closed")
+        with self.pool.connection() as raw:
+            held.conn, held.depth = PgConnection(raw), 1
+            try:
+                yield held.conn
+            finally:
+                held.conn, held.depth = None, 0
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self._borrow() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        with self._borrow() as conn:
+            held = self._held
+            if held.tx_depth:
+                held.tx_depth += 1
+                try:
+                    yield conn
+                finally:
+                    held.tx_depth -= 1
+                return
+            held.tx_depth = 1
+            try:
+                with conn.raw.transaction():
+                    yield conn
+            finally:
+                held.tx_depth = 0
+
+    def in_transaction(self) -> bool:
+        return self._held.tx_depth > 0
+
+    def close(self) -> None:
+        """Close the pool (every part of the process shares it: the process is done with the store)."""
+        with self._open_lock:
+            if self._open.get(self._url) is self:
+                del self._open[self._url]
+        self._closed = True
+        self.pool.close()
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)

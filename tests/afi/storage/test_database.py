@@ -1,0 +1,67 @@
+"""The storage seam: one ``Database`` over either engine, ``?`` placeholders on both, transactions that
+join on a thread and roll back whole."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from afi.storage.database import is_postgres_url, open_database, store_label
+from afi.storage.postgres import redact_url, to_psycopg
+
+
+def test_placeholders_are_rewritten_outside_literals_only() -> None:
+    sql = "SELECT ?, :name, 'it''s ? :x 5%', \"c?l\", x::int, a % 2 FROM t WHERE b LIKE 'a%' AND c = ?"
+    assert to_psycopg(sql) == (
+        "SELECT %s, %(name)s, 'it''s ? :x 5%%', \"c?l\", x::int, a %% 2 FROM t WHERE b LIKE 'a%%' AND c = %s"
+    )
+
+
+def test_urls_name_the_engine_and_hide_passwords() -> None:
+    assert is_postgres_url("postgresql://u:p@h/db") and is_postgres_url("postgres://h/db")
+    assert not is_postgres_url("/tmp/postgresql://x") and not is_postgres_url("afi.db")
+    assert redact_url("postgresql://afi:s3cret@db.example:5433/afi?sslmode=require") == (
+        "postgresql://afi:***@db.example:5433/afi?sslmode=require"
+    )
+    assert store_label("postgresql://afi@h/afi") == "postgresql://afi@h/afi"
+    assert "s3cret" not in store_label("postgresql://afi:s3cret@h/afi")
+
+
+def test_a_transaction_commits_whole_or_not_at_all(store_url: str) -> None:
+    db = open_database(store_url)
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("kept", "1"))
+    with pytest.raises(RuntimeError), db.transaction() as conn:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("lost", "1"))
+        with db.transaction() as inner:  # joins the outer transaction: goes with it
+            inner.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("lost-inner", "1"))
+            assert db.in_transaction()
+        raise RuntimeError("half-way")
+    with db.read() as conn:
+        keys = [row[0] for row in conn.execute("SELECT key FROM meta WHERE key IN (?, ?, ?) ORDER BY key",
+                                                 ("kept", "lost", "lost-inner"))]  # fmt: skip
+    assert keys == ["kept"]
+    assert not db.in_transaction()
+
+
+def test_threads_write_at_once_and_every_row_lands(store_url: str) -> None:
+    db = open_database(store_url)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(25):
+                with db.transaction() as conn:
+                    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (f"t{n}-{i}", str(i)))
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 't%'").fetchone()[0] == 150
