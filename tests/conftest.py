@@ -69,9 +69,12 @@ def postgres_databases(postgres_url: str) -> Databases:
 
 
 @pytest.fixture
-def pg_store_url(postgres_databases: Databases) -> str:
-    """The URL of a new, empty PostgreSQL store (schema at the latest step) for this test alone."""
-    return postgres_databases.fresh()
+def pg_store_url(postgres_databases: Databases) -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL store (schema at the latest step) for this test alone; its
+    connection pool is closed and the database dropped afterwards."""
+    url = postgres_databases.fresh()
+    yield url
+    postgres_databases.drop(url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -26,7 +26,7 @@ __all__ = [
 
 
 def open_provider(
-    db: Path, root: Path, *, keys: bool = False, manifest_extra: dict[str, Any] | None = None
+    db: Path | str, root: Path, *, keys: bool = False, manifest_extra: dict[str, Any] | None = None
 ) -> MemoryProvider:
     """Given the store file and the workspace root, return the memory provider over them.
 
@@ -47,12 +47,12 @@ def local_owner(space: str) -> Caller:
     return Caller(principal="local", space=space)
 
 
-def open_fabric(db: Path, space: str) -> Any:
+def open_fabric(db: Path | str, space: str) -> Any:
     """Given the store file and a space, return that space's memory fabric (remember, recall, forget)."""
     return create_memory_fabric(space_memory(db, space))
 
 
-def session_transcript(db: Path, space: str, session: str) -> str:
+def session_transcript(db: Path | str, space: str, session: str) -> str:
     """Return the text of ``/sessions/<session>.md``; not_found when the space has no such session."""
     found = create_ledger(db, space=space).find_session(session)
     if found is None:
@@ -61,6 +61,6 @@ def session_transcript(db: Path, space: str, session: str) -> str:
     return text
 
 
-def session_ids(db: Path, space: str) -> list[str]:
+def session_ids(db: Path | str, space: str) -> list[str]:
     """Return the ids of the space's sessions."""
     return list(create_ledger(db, space=space).sessions())

@@ -231,7 +231,7 @@ def memory_fabric_sessions(provider: MemoryProvider) -> FabricSessions:
     return _FabricSessions(provider)
 
 
-def mcp_binding(provider: MemoryProvider, db: Path, *, tool_names: ToolNames = "both", **kw: Any) -> McpBinding:
+def mcp_binding(provider: MemoryProvider, db: Path | str, *, tool_names: ToolNames = "both", **kw: Any) -> McpBinding:
     """Given the memory provider and its store file, return the MCP binding (receipts in the same file)."""
     return McpBinding(
         provider,
@@ -244,7 +244,7 @@ def mcp_binding(provider: MemoryProvider, db: Path, *, tool_names: ToolNames = "
 
 def mcp_http(
     provider: MemoryProvider,
-    db: Path,
+    db: Path | str,
     *,
     tool_names: ToolNames = "both",
     stateless: bool = False,
@@ -283,7 +283,7 @@ class McpStdio:
 
 
 def open_mcp_stdio(
-    db: Path, root: Path, *, space: str | None, tool_names: ToolNames = "both", discovery: bool = False
+    db: Path | str, root: Path, *, space: str | None, tool_names: ToolNames = "both", discovery: bool = False
 ) -> McpStdio:
     """Open the store and the MCP binding for one stdio client.
 

@@ -12,6 +12,7 @@ from afi.bindings.fuse import AfiFS, MountError, check_mountpoint, serve_mount
 from afi.errors import InvalidPath
 from afi.paths import normalize
 from afi.provider import Caller
+from afi.storage.database import is_postgres_url, open_database, store_label
 
 from .local import open_provider
 
@@ -29,19 +30,30 @@ MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached p
 DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
 
 
-def change_token(db: Path) -> Callable[[], Hashable]:
-    """Given the SQLite store, return a function whose value changes whenever anything writes to it.
+def change_token(db: Path | str) -> Callable[[], Hashable]:
+    """Given the store, return a function whose value changes whenever anything writes to it.
 
-    Every write through any binding commits to the store (the WAL, or the file itself), so its size
-    and modification time are a cheap way for the mount to know its cached entries are still good.
+    SQLite: every write through any binding commits to the store (the WAL, or the file itself), so
+    its size and modification time are a cheap way for the mount to know its cached entries are still
+    good. PostgreSQL: every write verb, through any replica, adds an audit row in the same transaction,
+    so the latest audit sequence number is that token (one index lookup).
     """
-    files = (db, db.with_name(db.name + "-wal"))
+    if isinstance(db, str) and is_postgres_url(db):
+        database = open_database(db)
+
+        def latest_audit() -> Hashable:
+            with database.read() as conn:
+                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()[0])
+
+        return latest_audit
+    path = Path(db)
+    files = (path, path.with_name(path.name + "-wal"))
 
     def token() -> Hashable:
         out = []
-        for path in files:
+        for file in files:
             try:
-                info = os.stat(path)
+                info = os.stat(file)
             except FileNotFoundError:
                 out.append((0, 0))
                 continue
@@ -57,7 +69,7 @@ class PreparedMount:
 
     fs: AfiFS
     where: Path
-    db: Path
+    db: Path | str
     caller: Caller
     subtree: str
     read_only: bool
@@ -67,7 +79,7 @@ class PreparedMount:
             mode = ", read-only" if self.read_only else ""
             sys.stdout.write(
                 f"{MOUNTED}{self.subtree} at {self.where} as {self.caller.principal} in space {self.caller.space}"
-                f"{mode} (db {self.db}); unmount with: fusermount3 -u {self.where}\n"
+                f"{mode} (db {store_label(self.db)}); unmount with: fusermount3 -u {self.where}\n"
             )
             sys.stdout.flush()
             if os.environ.get(DETACHED_ENV):
@@ -77,7 +89,7 @@ class PreparedMount:
 
 
 def prepare_mount(
-    where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float
+    where: Path, db: Path | str, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float
 ) -> PreparedMount:
     """Open the provider as ``secret``'s caller (the local owner without one) and build the mount's filesystem.
 

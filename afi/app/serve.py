@@ -25,6 +25,7 @@ from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
 from afi.bindings.mcp import mount_mcp
 from afi.providers.memory.provider import MemoryProvider
+from afi.storage.database import store_label
 
 from .local import open_provider
 from .mcp import mcp_http
@@ -38,7 +39,7 @@ stdout = Console(highlight=False)
 class AppSpec:
     """What ``afi serve`` serves; calling it builds the ASGI app (uvicorn's factory, once in each worker)."""
 
-    db: Path
+    db: Path | str
     root: Path
     space: str | None = None
     rate: float = 0.0
@@ -88,7 +89,7 @@ class Listen:
 def _announce(name: tuple[Any, ...], spec: AppSpec) -> None:
     host, port = name[0], name[1]
     shown = f"[{host}]" if ":" in host else host
-    stdout.print(f"afi: listening on http://{shown}:{port} (db {spec.db}, root {spec.root})", markup=False)
+    stdout.print(f"afi: listening on http://{shown}:{port} (db {store_label(spec.db)}, root {spec.root})", markup=False)
     stdout.file.flush()
 
 

@@ -41,7 +41,7 @@ class SshOptions:
     output_cap: int = 4 * 1024 * 1024
 
 
-def _verifier(db: Path, authorized: Path | None) -> tuple[Any, bool, int]:
+def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, bool, int]:
     """Return (verify_key, keyless, how many keys can log in)."""
     store = SshKeyStore(db)
     listed = AuthorizedKeys(authorized) if authorized is not None else None
@@ -55,7 +55,7 @@ def _verifier(db: Path, authorized: Path | None) -> tuple[Any, bool, int]:
     return verify, keyless, known
 
 
-async def start(provider: Any, db: Path, options: SshOptions) -> Any:
+async def start(provider: Any, db: Path | str, options: SshOptions) -> Any:
     """Given a provider and its store, start the SSH server; return its acceptor (announced on stdout)."""
     verify, keyless, known = _verifier(db, options.authorized_keys)
     if keyless and not is_loopback_host(options.host):
@@ -87,7 +87,7 @@ async def start(provider: Any, db: Path, options: SshOptions) -> Any:
     return acceptor
 
 
-async def _serve_forever(provider: Any, db: Path, options: SshOptions) -> None:
+async def _serve_forever(provider: Any, db: Path | str, options: SshOptions) -> None:
     acceptor = await start(provider, db, options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -100,12 +100,12 @@ async def _serve_forever(provider: Any, db: Path, options: SshOptions) -> None:
         await acceptor.wait_closed()
 
 
-def run_ssh(provider: Any, db: Path, options: SshOptions) -> None:
+def run_ssh(provider: Any, db: Path | str, options: SshOptions) -> None:
     """Serve the provider (see :func:`~afi.app.local.open_provider`) over SSH until SIGINT or SIGTERM."""
     asyncio.run(_serve_forever(provider, db, options))
 
 
-def run_beside(http_server: Any, provider: Any, db: Path, options: SshOptions) -> None:
+def run_beside(http_server: Any, provider: Any, db: Path | str, options: SshOptions) -> None:
     """Run a uvicorn server and the SSH server in one event loop until the HTTP server stops."""
 
     async def both() -> None:

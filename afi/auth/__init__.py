@@ -3,8 +3,9 @@
 Not specific to any provider: API keys (:mod:`.keys`), SSH public keys (:mod:`.ssh_keys`, and the
 OpenSSH authorized-keys file in :mod:`.authorized_keys`), the door itself (:mod:`.door`: a token or
 a loopback owner becomes a :class:`~afi.provider.Caller`), rate limits (:mod:`.ratelimit`), the audit
-log of write verbs (:mod:`.audit`) and the MCP idempotency receipts (:mod:`.receipts`). Each store
-keeps its own table in the one SQLite file; every table is created by :mod:`afi.storage.schema`.
+log of write verbs (:mod:`.audit`) and the MCP idempotency receipts (:mod:`.receipts`). Each keeps
+its own table in the store (a SQLite file or a PostgreSQL database, :mod:`afi.storage.database`);
+the tables are created by the store's migrations.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ from typing import Any
 
 from ..model import rfc3339
 from ..provider import Caller
-from ..sqlite import Connections
-from ..storage import ensure_schema
+from ..storage.database import Database
 
 __all__ = ["AuditLog"]
 
@@ -19,11 +18,11 @@ _COLUMNS = ("at", "principal", "space", "verb", "path", "result")
 
 
 class AuditLog:
-    """Given the store's connections, record and read rows (table ``audit``, see :mod:`afi.storage.schema`)."""
+    """Given the store (see :func:`afi.storage.database.open_database`), record and read rows (table ``audit``,
+    see :mod:`afi.storage.schema` and :mod:`afi.storage.postgres_schema`)."""
 
-    def __init__(self, connections: Connections) -> None:
-        self._db = connections
-        ensure_schema(connections.get())
+    def __init__(self, database: Database) -> None:
+        self._db = database
 
     def record(self, caller: Caller, verb: str, path: str, result: str) -> None:
         """Record one write verb; the path as the caller sent it (a lone surrogate kept as ``\\ud800``)."""
@@ -36,7 +35,10 @@ class AuditLog:
 
     def recent(self, *, limit: int = 100) -> list[dict[str, Any]]:
         """The most recent rows, newest first."""
-        rows = self._db.get().execute(f"SELECT {', '.join(_COLUMNS)} FROM audit ORDER BY seq DESC LIMIT ?", (limit,))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM audit ORDER BY seq DESC LIMIT ?", (limit,)
+            ).fetchall()
         return [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
 
     def prune(self, older_than: timedelta, *, now: datetime | None = None) -> int:

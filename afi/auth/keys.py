@@ -1,8 +1,9 @@
 """API keys: principals bound to one space, holding scopes; only a SHA-256 of each token is kept.
 
-The keys live in the store's SQLite file, in their own table ``afi_keys``. A token looks like
-``afi_<43 url-safe characters>`` and is shown once, when created. WAL mode, a busy timeout and one
-connection per thread let a server, a mount and the CLI share the file.
+The keys live in the store (a SQLite file or a PostgreSQL database, see :mod:`afi.storage.database`),
+in their own table ``afi_keys``. A token looks like ``afi_<43 url-safe characters>`` and is shown once,
+when created. On SQLite, WAL mode, a busy timeout and one connection per thread let a server, a mount
+and the CLI share the file; on PostgreSQL, every process (and replica) shares the database.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InvalidPath, Unauthorized
 from ..provider import SCOPES, Caller
-from ..sqlite import Connections
-from ..storage import ensure_schema
+from ..storage.database import open_database
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
 
@@ -52,16 +51,16 @@ def _digest(token: str) -> str:
 
 
 class KeyStore:
-    """Given the store's SQLite file, create, verify, list and revoke API keys."""
+    """Given the store (a SQLite file path or a ``postgresql://`` URL), create, verify, list and revoke API keys.
+
+    Args:
+        db: the store, as ``--db`` names it.
+        busy_timeout_ms: how long a SQLite writer waits for another (PostgreSQL ignores it).
+    """
 
     def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
         self.db = str(db)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
-        ensure_schema(self._conn())
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._db.get()
+        self._db = open_database(db, busy_timeout_ms=busy_timeout_ms)
 
     def create(
         self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None
@@ -88,7 +87,7 @@ class KeyStore:
             raise InvalidPath("a key name is at most 200 characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         record = KeyRecord(id="key_" + secrets.token_hex(6), space=space, scopes=wanted, name=name, created_at=_now())
-        with self._conn() as conn:
+        with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO afi_keys (id, name, space, scopes, token_sha256, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (record.id, name, space, " ".join(wanted), _digest(token), record.created_at),
@@ -99,14 +98,11 @@ class KeyStore:
         """Given a bearer token, return its caller, or ``None`` when it is unknown or revoked."""
         if not token.startswith(TOKEN_PREFIX):
             return None
-        row = (
-            self._conn()
-            .execute(
+        with self._db.read() as conn:
+            row = conn.execute(
                 "SELECT id, space, scopes FROM afi_keys WHERE token_sha256 = ? AND revoked_at IS NULL",
                 (_digest(token),),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         if row is None:
             return None
         return Caller(principal=row[0], space=row[1], scopes=frozenset(row[2].split()))
@@ -132,16 +128,15 @@ class KeyStore:
 
     def list(self) -> list[KeyRecord]:
         """Return every key, revoked ones included, oldest first."""
-        rows = (
-            self._conn()
-            .execute("SELECT id, space, scopes, name, created_at, revoked_at FROM afi_keys ORDER BY rowid")
-            .fetchall()
-        )
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, space, scopes, name, created_at, revoked_at FROM afi_keys ORDER BY rowid"
+            ).fetchall()
         return [KeyRecord(r[0], r[1], tuple(r[2].split()), r[3], r[4], r[5]) for r in rows]
 
     def revoke(self, key_id: str) -> bool:
         """Given a key id, revoke it; return False when no active key has that id."""
-        with self._conn() as conn:
+        with self._db.transaction() as conn:
             cur = conn.execute(
                 "UPDATE afi_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_now(), key_id)
             )
@@ -149,9 +144,15 @@ class KeyStore:
 
     def count(self) -> int:
         """Return how many keys were ever issued (revoked ones count: see :meth:`authenticate`)."""
-        row = self._conn().execute("SELECT count(*) FROM afi_keys").fetchone()
+        with self._db.read() as conn:
+            row = conn.execute("SELECT count(*) FROM afi_keys").fetchone()
         return int(row[0])
 
     def close(self) -> None:
-        """Close this thread's connection (each other thread's closes when that thread ends)."""
-        self._db.close()
+        """Close this thread's SQLite connection (each other thread's closes when that thread ends).
+
+        On PostgreSQL a thread holds no connection between statements, and the pool is the whole
+        process's, so there is nothing of this store's own to close.
+        """
+        if self._db.dialect == "sqlite":
+            self._db.close()

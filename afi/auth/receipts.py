@@ -1,7 +1,7 @@
 """Idempotency receipts for durable writes (docs/afi.md, "Idempotent writes").
 
 A write called with an idempotency key first *claims* a receipt bound to (principal, space, tool,
-key) and a SHA-256 of the canonical arguments, in the store's SQLite file, for 24 hours:
+key) and a SHA-256 of the canonical arguments, in the store, for 24 hours:
 
 - no receipt, or a failed, expired or stale-running one: the call is claimed and runs;
 - a completed receipt with the same arguments: its stored result is replayed, nothing runs again;
@@ -9,6 +9,14 @@ key) and a SHA-256 of the canonical arguments, in the store's SQLite file, for 2
 - a receipt still running: refused with ``conflict`` and ``retry_after`` (come back later).
 
 Any binding (MCP today, HTTP tomorrow) uses the same store, so this lives in the core.
+
+Two callers claiming one key at once never both run, whether they are threads, processes, or
+replicas on two machines sharing one PostgreSQL database. On SQLite a claim reads and writes the
+receipt inside one ``BEGIN IMMEDIATE`` transaction: the file's write lock puts claimers in a line. On
+PostgreSQL the claim locks the receipt's row (``SELECT ... FOR UPDATE``) and creates a missing one
+with ``INSERT ... ON CONFLICT DO NOTHING``: of two claimers that both found none, the second's insert
+waits for the first's transaction, then inserts nothing, and that claimer decides again on the row the
+first left.
 """
 
 from __future__ import annotations
@@ -25,8 +33,7 @@ from typing import Any, Literal
 from ..errors import Conflict, InvalidPath
 from ..model import rfc3339
 from ..provider import Caller
-from ..sqlite import Connections
-from ..storage import ensure_schema
+from ..storage.database import Connection, open_database
 
 __all__ = [
     "RECEIPT_TTL_SECONDS",
@@ -42,6 +49,9 @@ STALE_RUNNING_SECONDS = 10 * 60
 MAX_KEY_LENGTH = 256
 ENGINE = "afi-idempotency-store"
 _BUSY_TIMEOUT_MS = 5000
+_CLAIM_ATTEMPTS = 3  # inserts a claim may lose to others' before it asks the caller to retry
+_COLUMNS = "args_sha256, execution_id, status, result, started_at, completed_at"
+_WHERE_KEY = "principal=? AND space=? AND tool=? AND key=?"
 
 
 Status = Literal["running", "completed", "failed"]
@@ -88,10 +98,11 @@ def no_key() -> dict[str, Any]:
 
 
 class ReceiptStore:
-    """Receipts in the ``afi_receipts`` table of one SQLite file (WAL, busy timeout, one connection per thread).
+    """Receipts in the ``afi_receipts`` table of one store: a SQLite file (WAL, busy timeout, one connection
+    per thread) or a PostgreSQL database (a pool shared by the process).
 
     Args:
-        db: the store file (the same one the provider uses).
+        db: the store, a file path or a ``postgresql://`` URL (the same one the provider uses).
         ttl: seconds a receipt is honoured.
         stale_after: seconds after which a receipt still ``running`` may be reclaimed.
         clock: seconds since the epoch (tests move time with it).
@@ -109,11 +120,14 @@ class ReceiptStore:
         self.ttl = ttl
         self.stale_after = stale_after
         self._clock = clock
-        self._db = Connections(db, busy_timeout_ms=_BUSY_TIMEOUT_MS)
-        ensure_schema(self._conn())
+        self._db = open_database(db, busy_timeout_ms=_BUSY_TIMEOUT_MS)
+        self._store_errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+        self._lock_row = ""
+        if self._db.dialect == "postgresql":
+            import psycopg
 
-    def _conn(self) -> sqlite3.Connection:
-        return self._db.get()
+            self._store_errors = (psycopg.Error,)
+            self._lock_row = " FOR UPDATE"
 
     def claim(self, caller: Caller, tool: str, key: str, arguments: Any) -> Claim:
         """Given who calls which tool with which key and arguments, claim a receipt or find one to replay.
@@ -127,22 +141,19 @@ class ReceiptStore:
         digest = canonical_hash(arguments)
         now = self._clock()
         ident = (caller.principal, caller.space, tool, key)
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(
-                "SELECT args_sha256, execution_id, status, result, started_at, completed_at FROM afi_receipts "
-                "WHERE principal=? AND space=? AND tool=? AND key=?",
-                ident,
-            ).fetchone()
-            claim = self._decide(conn, ident, digest, now, row)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return claim
+        with self._db.transaction() as conn:
+            for _ in range(_CLAIM_ATTEMPTS):
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM afi_receipts WHERE {_WHERE_KEY}{self._lock_row}", ident
+                ).fetchone()
+                claim = self._decide(conn, ident, digest, now, row)
+                if claim is not None:
+                    return claim
+        raise Conflict("a call with this idempotency key is just starting; retry later", retry_after=1.0)
 
-    def _decide(self, conn: sqlite3.Connection, ident: tuple[str, ...], digest: str, now: float, row: Any) -> Claim:
+    def _decide(self, conn: Connection, ident: tuple[str, ...], digest: str, now: float, row: Any) -> Claim | None:
+        """Given the receipt's row (locked) or None, decide; None when another claimer created the row
+        first (PostgreSQL only: on SQLite the transaction holds the file's write lock)."""
         if row is not None:
             args_sha, execution_id, status, result, started_at, completed_at = row
             live = now - started_at < self.ttl
@@ -158,19 +169,33 @@ class ReceiptStore:
             execution_id = secrets.token_hex(8)
             conn.execute(
                 "UPDATE afi_receipts SET args_sha256=?, execution_id=?, status='running', result=NULL, "
-                "started_at=?, completed_at=NULL WHERE principal=? AND space=? AND tool=? AND key=?",
+                f"started_at=?, completed_at=NULL WHERE {_WHERE_KEY}",
                 (digest, execution_id, now, *ident),
             )
             return Claim("run", execution_id, now, reclaimed=True)
         execution_id = secrets.token_hex(8)
-        conn.execute(
+        inserted = conn.execute(
             "INSERT INTO afi_receipts(principal, space, tool, key, args_sha256, execution_id, status, started_at) "
-            "VALUES (?,?,?,?,?,?,'running',?)",
+            "VALUES (?,?,?,?,?,?,'running',?) ON CONFLICT (principal, space, tool, key) DO NOTHING RETURNING key",
             (*ident, digest, execution_id, now),
-        )
+        ).fetchall()
+        if not inserted:
+            return None
         if secrets.randbelow(64) == 0:  # now and then, drop receipts past their lifetime
-            conn.execute("DELETE FROM afi_receipts WHERE started_at < ?", (now - self.ttl,))
+            self._prune(conn, now - self.ttl)
         return Claim("run", execution_id, now)
+
+    def _prune(self, conn: Connection, before: float) -> None:
+        """Drop the receipts started before ``before``. On PostgreSQL, rows another claim holds are
+        skipped, not waited for: two pruning claims never wait on each other (no deadlock)."""
+        if self._db.dialect == "sqlite":
+            conn.execute("DELETE FROM afi_receipts WHERE started_at < ?", (before,))
+            return
+        conn.execute(
+            "DELETE FROM afi_receipts WHERE (principal, space, tool, key) IN (SELECT principal, space, tool, key "
+            "FROM afi_receipts WHERE started_at < ? FOR UPDATE SKIP LOCKED)",
+            (before,),
+        )
 
     def finish(self, claim: Claim, *, result: dict[str, Any] | None, failed: bool) -> tuple[Claim, bool]:
         """Record how a claimed call ended; return the finished claim and whether the record was stored.
@@ -181,28 +206,31 @@ class ReceiptStore:
         now = self._clock()
         status = "failed" if failed else "completed"
         try:
-            cursor = self._conn().execute(
-                "UPDATE afi_receipts SET status=?, result=?, completed_at=? WHERE execution_id=? AND status='running'",
-                (status, None if result is None else json.dumps(result), now, claim.execution_id),
-            )
-            stored = cursor.rowcount == 1
-        except sqlite3.Error:
+            with self._db.transaction() as conn:
+                cursor = conn.execute(
+                    "UPDATE afi_receipts SET status=?, result=?, completed_at=? "
+                    "WHERE execution_id=? AND status='running'",
+                    (status, None if result is None else json.dumps(result), now, claim.execution_id),
+                )
+                stored = cursor.rowcount == 1
+        except self._store_errors:
             stored = False
         finished = Claim(claim.action, claim.execution_id, claim.started_at, result, now, claim.reclaimed)
         return finished, stored and not failed
 
     def status(self, caller: Caller, tool: str, key: str) -> Status | None:
         """Return the status of a receipt, or None when there is none (for tests and diagnostics)."""
-        row = (
-            self._conn()
-            .execute(
-                "SELECT status FROM afi_receipts WHERE principal=? AND space=? AND tool=? AND key=?",
-                (caller.principal, caller.space, tool, key),
-            )
-            .fetchone()
-        )
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT status FROM afi_receipts WHERE {_WHERE_KEY}", (caller.principal, caller.space, tool, key)
+            ).fetchone()
         return None if row is None else row[0]
 
     def close(self) -> None:
-        """Close this thread's connection (each other thread's closes when that thread ends)."""
-        self._db.close()
+        """Close this thread's SQLite connection (each other thread's closes when that thread ends).
+
+        On PostgreSQL a thread holds no connection between statements, and the pool is the whole
+        process's, so there is nothing of this store's own to close.
+        """
+        if self._db.dialect == "sqlite":
+            self._db.close()

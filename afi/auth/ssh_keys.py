@@ -1,4 +1,4 @@
-"""SSH public keys as principals, kept beside the API keys (table ``afi_ssh_keys`` in the store's file).
+"""SSH public keys as principals, kept beside the API keys (table ``afi_ssh_keys`` in the store).
 
 A key is either its own principal (``ssh_<hex>``, with a space and scopes) or attached to an API
 key (``principal=key_…``): then it acts as that key, with its space and scopes, and stops working
@@ -8,14 +8,12 @@ when that key is revoked. Only public keys and their SHA256 fingerprints are sto
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidPath
 from ..provider import Caller
-from ..sqlite import Connections
-from ..storage import ensure_schema
+from ..storage.database import open_database
 from .authorized_keys import fingerprint, parse_key_line
 from .keys import KeyStore, _now
 
@@ -41,17 +39,18 @@ class SshKeyRecord:
 
 
 class SshKeyStore:
-    """Given the store's SQLite file, add, verify, list and revoke SSH public keys."""
+    """Given the store (a SQLite file path or a ``postgresql://`` URL), add, verify, list and revoke SSH
+    public keys.
+
+    Args:
+        db: the store, as ``--db`` names it.
+        busy_timeout_ms: how long a SQLite writer waits for another (PostgreSQL ignores it).
+    """
 
     def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
         self.db = str(db)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._db = Connections(db, busy_timeout_ms=busy_timeout_ms)
+        self._db = open_database(db, busy_timeout_ms=busy_timeout_ms)
         self._api = KeyStore(db, busy_timeout_ms=busy_timeout_ms)
-        ensure_schema(self._conn())
-
-    def _conn(self) -> sqlite3.Connection:
-        return self._db.get()
 
     def add(
         self,
@@ -63,6 +62,9 @@ class SshKeyStore:
         api_key: str | None = None,
     ) -> SshKeyRecord:
         """Given an OpenSSH public-key line, store it as a principal; return its record.
+
+        Of two callers adding the same key at once (threads, processes, or two machines on one
+        PostgreSQL), one adds it and the other is told it was already added.
 
         Args:
             api_key: attach to this API key id instead: the key then acts as that principal.
@@ -82,15 +84,13 @@ class SshKeyStore:
             space, scopes = owner.space, owner.scopes
         else:
             _validate(space, tuple(scopes))
-        found = self._conn().execute("SELECT id FROM afi_ssh_keys WHERE fingerprint = ?", (key.fingerprint,)).fetchone()
-        if found is not None:
-            raise InvalidPath(f"this key ({key.fingerprint}) was already added as {found[0]}")
         record_id = "ssh_" + secrets.token_hex(6)
         created = _now()
-        with self._conn() as conn:
-            conn.execute(
+        with self._db.transaction() as conn:
+            # ON CONFLICT, not a caught IntegrityError: on PostgreSQL a failed statement aborts the transaction
+            added = conn.execute(
                 "INSERT INTO afi_ssh_keys (id, name, fingerprint, public_key, space, scopes, api_key, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING RETURNING id",
                 (
                     record_id,
                     name or key.comment or None,
@@ -101,21 +101,22 @@ class SshKeyStore:
                     api_key,
                     created,
                 ),
-            )
+            ).fetchall()
+            if not added:
+                found = conn.execute("SELECT id FROM afi_ssh_keys WHERE fingerprint = ?", (key.fingerprint,)).fetchone()
+                added_as = f" as {found[0]}" if found is not None else ""
+                raise InvalidPath(f"this key ({key.fingerprint}) was already added{added_as}")
         return next(r for r in self.list() if r.id == record_id)
 
     def verify(self, blob: bytes) -> Caller | None:
         """Given a presented key's wire blob, return its caller, or ``None`` (unknown, revoked, orphaned)."""
-        row = (
-            self._conn()
-            .execute(
+        with self._db.read() as conn:
+            row = conn.execute(
                 "SELECT s.id, s.space, s.scopes, s.api_key, k.space, k.scopes FROM afi_ssh_keys s"
                 " LEFT JOIN afi_keys k ON k.id = s.api_key AND k.revoked_at IS NULL"
                 " WHERE s.fingerprint = ? AND s.revoked_at IS NULL",
                 (fingerprint(blob),),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         if row is None:
             return None
         if row[3] is not None:
@@ -126,20 +127,17 @@ class SshKeyStore:
 
     def list(self) -> list[SshKeyRecord]:
         """Return every SSH key, revoked ones included, oldest first."""
-        rows = (
-            self._conn()
-            .execute(
+        with self._db.read() as conn:
+            rows = conn.execute(
                 "SELECT s.id, s.fingerprint, COALESCE(s.space, k.space, ''), COALESCE(s.scopes, k.scopes, ''),"
                 " COALESCE(s.api_key, s.id), s.name, s.created_at, s.revoked_at"
                 " FROM afi_ssh_keys s LEFT JOIN afi_keys k ON k.id = s.api_key ORDER BY s.rowid"
-            )
-            .fetchall()
-        )
+            ).fetchall()
         return [SshKeyRecord(r[0], r[1], r[2], tuple(r[3].split()), r[4], r[5], r[6], r[7]) for r in rows]
 
     def revoke(self, key_id: str) -> bool:
         """Given an SSH key id, revoke it; return False when no active key has that id."""
-        with self._conn() as conn:
+        with self._db.transaction() as conn:
             cur = conn.execute(
                 "UPDATE afi_ssh_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_now(), key_id)
             )
@@ -147,7 +145,8 @@ class SshKeyStore:
 
     def count(self) -> int:
         """Return how many SSH keys were ever added (revoked ones count)."""
-        return int(self._conn().execute("SELECT count(*) FROM afi_ssh_keys").fetchone()[0])
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM afi_ssh_keys").fetchone()[0])
 
 
 def _validate(space: str, scopes: tuple[str, ...]) -> None:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from ..auth.audit import AuditLog
-from ..sqlite import Connections
+from ..storage.database import open_database
 from .errors import stderr
 from .options import DbOption, resolve_db
 
@@ -21,7 +21,7 @@ stdout = Console(highlight=False)
 
 def _log(db: DbOption) -> AuditLog:
     """The audit log of the store, opened without the rest of the provider."""
-    return AuditLog(Connections(resolve_db(db)))
+    return AuditLog(open_database(resolve_db(db)))
 
 
 @audit_app.command("list")

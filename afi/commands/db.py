@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import TaskID
 from rich.table import Column, Table
 
+from ..storage.database import store_label
 from .errors import afi_errors
 from .options import DbOption, RootOption, resolve_db, resolve_root
 
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 db_app = typer.Typer(
-    help="The store file's schema: show its version and tables, apply pending steps.", no_args_is_help=True
+    help="The store's schema (a SQLite file or a PostgreSQL database): its version and tables; apply pending steps.",
+    no_args_is_help=True,
 )
 stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
@@ -71,12 +74,55 @@ def migrate(db: DbOption = None, root: RootOption = None) -> None:
     path = resolve_db(db)
     with afi_errors():
         before, applied = migrate_store(path)
+    shown = store_label(path)
     if not applied:
-        stdout.print(f"{path}: already at schema version {before}; nothing to do", markup=False)
+        stdout.print(f"{shown}: already at schema version {before}; nothing to do", markup=False)
         return
     for step in applied:
         stdout.print(f"applied step {step.number}: {step.name}", markup=False)
-    stdout.print(f"{path}: schema version {before} -> {applied[-1].number}", markup=False)
+    stdout.print(f"{shown}: schema version {before} -> {applied[-1].number}", markup=False)
+
+
+@db_app.command("copy")
+def copy(
+    source: Annotated[str, typer.Option("--from", help="The store to copy: a SQLite file or a postgresql:// URL")],
+    destination: Annotated[
+        str, typer.Option("--to", help="An empty store to copy into: a new SQLite file or a postgresql:// URL")
+    ],
+    batch: Annotated[int, typer.Option(min=1, max=100_000, help="Rows per transaction")] = 2000,
+) -> None:
+    """Copy a whole store to the other engine (SQLite to PostgreSQL, or back), then check every table.
+
+    An interrupted copy goes on where it stopped when run again with the same --from and --to. The
+    workspace's files stay where they are: point the destination's --root at the same folder.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
+
+    plan = CopyPlan(resolve_db(source), resolve_db(destination), batch=batch)
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with afi_errors(), Progress(*columns, console=stdout, transient=False) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def advance(table: str, done: int, total: int) -> None:
+            if table not in tasks:
+                tasks[table] = progress.add_task(table, total=max(total, 1))
+            progress.update(tasks[table], completed=done if total else 1, total=max(total, 1))
+
+        copy_store(plan, advance)
+        checks = verify_copy(plan)
+    table = Table("table", Column("rows", justify="right"), "checksum (sha-256)", "")
+    for check in checks:
+        table.add_row(check.name, str(check.destination_rows), check.destination_sha256[:16], "ok" if check.ok else
+                      f"DIFFERS (source {check.source_rows} rows, {check.source_sha256[:16]})")  # fmt: skip
+    stdout.print(table)
+    if not all(check.ok for check in checks):
+        stdout.print("afi: the copy differs from its source (see above); run the copy again to resume", markup=False)
+        raise typer.Exit(1)
+    stdout.print(
+        f"copied {store_label(plan.source)} -> {store_label(plan.destination)}; every table checked", markup=False
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -86,7 +86,9 @@ def _detach() -> None:
     raise typer.Exit(code or 2)
 
 
-def _serve(where: Path, db: Path, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float) -> None:
+def _serve(
+    where: Path, db: Path | str, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float
+) -> None:
     from afi.app.mount import prepare_mount
 
     with afi_errors():

@@ -8,12 +8,18 @@ from typing import Annotated
 import typer
 
 from ..config import default_data_dir
+from ..storage.database import is_postgres_url
 
 __all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root"]
 
 DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", envvar="AFI_DB", help="SQLite store file [default: ~/.local/share/afi/afi.db]"),
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="AFI_DB",
+        help="The store: a SQLite file, or a postgresql://user:password@host/database URL "
+        "[default: ~/.local/share/afi/afi.db]",
+    ),
 ]
 RootOption = Annotated[
     Path | None,
@@ -26,9 +32,12 @@ RootOption = Annotated[
 SpaceOption = Annotated[str, typer.Option("--space", envvar="AFI_SPACE", help="Memory space to use")]
 
 
-def resolve_db(db: Path | None, *, create: bool = True) -> Path:
-    """Given the ``--db`` value, return the store path, creating its folder (unless ``create`` is False)."""
-    path = (db if db is not None else default_data_dir() / "afi.db").expanduser()
+def resolve_db(db: str | Path | None, *, create: bool = True) -> Path | str:
+    """Given the ``--db`` value, return the store: a PostgreSQL URL as given, or a SQLite file path
+    (its folder created unless ``create`` is False)."""
+    if db is not None and is_postgres_url(str(db)):
+        return str(db)
+    path = (Path(db) if db is not None else default_data_dir() / "afi.db").expanduser()
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     return path

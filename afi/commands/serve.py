@@ -14,6 +14,7 @@ import typer
 
 from ..auth.door import is_loopback_host
 from ..auth.keys import KeyStore
+from ..storage.database import is_postgres_url
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
 from .ssh import refusals
@@ -52,7 +53,7 @@ def serve(
         bool | None,
         typer.Option(
             "--mcp-stateless/--mcp-stateful",
-            help="Serve /mcp without sessions (default: stateful; stateless with --workers > 1)",
+            help="Serve /mcp without sessions (default: stateful; stateless with --workers > 1 or a PostgreSQL store)",
             show_default=False,
         ),
     ] = None,
@@ -77,7 +78,8 @@ def serve(
     if workers > 1 and mcp and mcp_stateless is False:
         _refuse("--mcp-stateful needs --workers 1: a session lives in the memory of the worker that opened it")
     db_path = resolve_db(db)
-    keys = KeyStore(db_path)
+    with afi_errors():
+        keys = KeyStore(db_path)
     no_keys = keys.count() == 0
     keys.close()
     if not is_loopback(host) and no_keys:
@@ -88,7 +90,9 @@ def serve(
     from afi.app.serve import AppSpec, Listen, open_server, prebuild, serve_workers
 
     root_path = resolve_root(root)
-    stateless = mcp_stateless if mcp_stateless is not None else workers > 1
+    # a replica on PostgreSQL may be one of several behind a load balancer: no MCP session lives in
+    # one process's memory unless asked for (--mcp-stateful, with the balancer's sticky sessions)
+    stateless = mcp_stateless if mcp_stateless is not None else (workers > 1 or is_postgres_url(str(db_path)))
     spec = AppSpec(db_path, root_path, space, rate, burst, mcp, stateless, tool_names)
     listen = Listen(host, port, header_timeout, body_timeout, max_connections)
     if workers > 1:

@@ -11,20 +11,25 @@ psycopg. Where the engines differ (full-text indexes, vectors, trigram queries) 
 
 from __future__ import annotations
 
+import itertools
+import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ..sqlite import Connections
+from ..sqlite import Connections, configure
 
 __all__ = [
     "Connection",
     "Cursor",
     "Database",
     "Dialect",
+    "MemoryDatabase",
     "SqliteDatabase",
+    "TransactionState",
     "is_postgres_url",
     "open_database",
     "store_label",
@@ -84,7 +89,57 @@ class Database(Protocol):
 
     def in_transaction(self) -> bool: ...
 
+    def transaction_serial(self) -> int | None: ...
+
+    def after_transaction(self, hook: Callable[[bool], None]) -> None: ...
+
     def close(self) -> None: ...
+
+
+_serials = itertools.count(1)
+
+
+class TransactionState(threading.local):
+    """This thread's place in a transaction: how deep, its serial, what runs when it ends."""
+
+    depth = 0
+    serial: int | None = None
+
+    def __init__(self) -> None:
+        self.hooks: list[Callable[[bool], None]] = []
+
+    @contextmanager
+    def outermost(self, begin: Callable[[], object], commit: Callable[[], object], rollback: Callable[[], object]
+                  ) -> Iterator[bool]:  # fmt: skip
+        """Run a transaction block: yields True for the outermost (which begins and ends the
+        transaction and then runs the hooks with whether it committed), False for a nested one."""
+        if self.depth:
+            self.depth += 1
+            try:
+                yield False
+            finally:
+                self.depth -= 1
+            return
+        begin()
+        self.depth, self.serial, self.hooks = 1, next(_serials), []
+        committed = False
+        try:
+            yield True
+            commit()
+            committed = True
+        except BaseException:
+            rollback()
+            raise
+        finally:
+            hooks = self.hooks
+            self.depth, self.serial, self.hooks = 0, None, []
+            for hook in hooks:
+                hook(committed)
+
+    def after(self, hook: Callable[[bool], None]) -> None:
+        if not self.depth:
+            raise RuntimeError("after_transaction() is called inside a transaction")
+        self.hooks.append(hook)
 
 
 class SqliteDatabase:
@@ -97,7 +152,7 @@ class SqliteDatabase:
         self.connections = (
             Connections(path) if busy_timeout_ms is None else Connections(path, busy_timeout_ms=busy_timeout_ms)
         )
-        self._closed = threading.Event()
+        self._tx = TransactionState()
 
     @property
     def url(self) -> str:
@@ -107,21 +162,87 @@ class SqliteDatabase:
     def read(self) -> Iterator[Connection]:
         yield self.connections.get()
 
-    def transaction(self) -> AbstractContextManager[Connection]:
-        return self.connections.transaction()
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        conn = self.connections.get()
+
+        def rollback() -> None:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+        with self._tx.outermost(lambda: conn.execute("BEGIN IMMEDIATE"), lambda: conn.execute("COMMIT"), rollback):
+            yield conn
 
     def in_transaction(self) -> bool:
-        return self.connections.get().in_transaction
+        return self._tx.depth > 0
+
+    def transaction_serial(self) -> int | None:
+        return self._tx.serial
+
+    def after_transaction(self, hook: Callable[[bool], None]) -> None:
+        self._tx.after(hook)
 
     def close(self) -> None:
+        """Close this thread's connection (other threads' close when those threads end)."""
         self.connections.close()
 
 
-def open_database(db: str | Path, *, busy_timeout_ms: int | None = None) -> Database:
-    """Open the store the ``--db`` value names (a SQLite file path or a ``postgresql://`` URL), its
-    schema brought up to date.
+class MemoryDatabase:
+    """An in-memory SQLite store (tests, examples): one connection, used by one thread at a time."""
 
-    PostgreSQL stores share one connection pool per URL in a process, however many parts open them.
+    dialect: Dialect = "sqlite"
+    url = ":memory:"
+
+    def __init__(self) -> None:
+        from .ensure import ensure_schema
+
+        self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        configure(self.conn, wal=False)
+        self.lock = threading.RLock()
+        self._tx = TransactionState()
+        ensure_schema(self.conn)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.lock:
+            yield self.conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        conn = self.conn
+
+        def rollback() -> None:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+        with self.lock, self._tx.outermost(lambda: conn.execute("BEGIN"), lambda: conn.execute("COMMIT"), rollback):
+            yield conn
+
+    def in_transaction(self) -> bool:
+        return self._tx.depth > 0
+
+    def transaction_serial(self) -> int | None:
+        return self._tx.serial
+
+    def after_transaction(self, hook: Callable[[bool], None]) -> None:
+        self._tx.after(hook)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+_sqlite_open: weakref.WeakValueDictionary[tuple[str, int | None], SqliteDatabase] = weakref.WeakValueDictionary()
+_sqlite_lock = threading.Lock()
+
+
+def open_database(db: str | Path, *, busy_timeout_ms: int | None = None) -> Database:
+    """Open the store the ``--db`` value names (a SQLite file path, ``:memory:``, or a ``postgresql://``
+    URL), its schema brought up to date.
+
+    Every part of a process that opens the same store gets the same :class:`Database` (while any part
+    holds it), so a thread's transaction is one transaction whichever parts write in it: a SQLite
+    file shares this thread's connection, a PostgreSQL database its pool. ``busy_timeout_ms`` gives a
+    SQLite part connections of its own with that timeout (and so transactions of its own).
     """
     from .ensure import ensure_schema
 
@@ -129,6 +250,13 @@ def open_database(db: str | Path, *, busy_timeout_ms: int | None = None) -> Data
         from .postgres import PostgresDatabase
 
         return PostgresDatabase.open(str(db))
-    database = SqliteDatabase(db, busy_timeout_ms=busy_timeout_ms)
-    ensure_schema(database.connections.get())
-    return database
+    if str(db) == ":memory:":
+        return MemoryDatabase()
+    key = (str(Path(db).expanduser().absolute()), busy_timeout_ms)
+    with _sqlite_lock:
+        found = _sqlite_open.get(key)
+        if found is None:
+            found = SqliteDatabase(key[0], busy_timeout_ms=busy_timeout_ms)
+            ensure_schema(found.connections.get())
+            _sqlite_open[key] = found
+    return found

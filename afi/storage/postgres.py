@@ -12,11 +12,12 @@ starting together migrate once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -24,10 +25,10 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from ..errors import Unsupported
-from .database import Connection, Dialect
+from ..errors import Internal, Unsupported
+from .database import Connection, Dialect, TransactionState
 
-__all__ = ["PostgresDatabase", "redact_url", "to_psycopg"]
+__all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 
 _POOL_SIZE = int(os.environ.get("AFI_PG_POOL", "16"))
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:([A-Za-z_][A-Za-z0-9_]*)|%")
@@ -66,6 +67,16 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
+def pg_connect(url: str) -> psycopg.Connection[Any]:
+    """One autocommit connection to the store (migrations, status); a server that cannot be reached
+    or refuses the login is an AfiError that names it (password hidden), not a traceback."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as err:
+        reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+        raise Internal(f"cannot open the PostgreSQL store {redact_url(url)}: {reason}") from None
+
+
 class PgConnection:
     """A pooled psycopg connection that takes ``?`` placeholders, as :class:`~.database.Connection` says."""
 
@@ -85,7 +96,6 @@ class PgConnection:
 class _Held(threading.local):
     conn: PgConnection | None = None
     depth = 0  # nested read()/transaction() blocks on this thread
-    tx_depth = 0  # of which transactions
 
 
 class PostgresDatabase:
@@ -98,6 +108,7 @@ class PostgresDatabase:
     def __init__(self, url: str, *, pool_size: int = _POOL_SIZE) -> None:
         self._url = url
         self._held = _Held()
+        self._tx = TransactionState()
         from .postgres_schema import ensure_postgres_schema
 
         ensure_postgres_schema(url)
@@ -121,6 +132,14 @@ class PostgresDatabase:
                 found = cls(url)
                 cls._open[url] = found
             return found
+
+    @classmethod
+    def close_url(cls, url: str) -> None:
+        """Close the process's pool on that URL, if one is open."""
+        with cls._open_lock:
+            found = cls._open.get(url)
+        if found is not None:
+            found.close()
 
     @property
     def url(self) -> str:
@@ -153,23 +172,23 @@ class PostgresDatabase:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         with self._borrow() as conn:
-            held = self._held
-            if held.tx_depth:
-                held.tx_depth += 1
-                try:
-                    yield conn
-                finally:
-                    held.tx_depth -= 1
-                return
-            held.tx_depth = 1
-            try:
-                with conn.raw.transaction():
-                    yield conn
-            finally:
-                held.tx_depth = 0
+            raw = conn.raw
+
+            def rollback() -> None:
+                if not raw.closed and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    raw.execute("ROLLBACK")
+
+            with self._tx.outermost(lambda: raw.execute("BEGIN"), lambda: raw.execute("COMMIT"), rollback):
+                yield conn
 
     def in_transaction(self) -> bool:
-        return self._held.tx_depth > 0
+        return self._tx.depth > 0
+
+    def transaction_serial(self) -> int | None:
+        return self._tx.serial
+
+    def after_transaction(self, hook: Callable[[bool], None]) -> None:
+        self._tx.after(hook)
 
     def close(self) -> None:
         """Close the pool (every part of the process shares it: the process is done with the store)."""
@@ -184,3 +203,8 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
+    conn.execute("SET hnsw.ef_search = 100")
+    # HNSW scans that a filter thins out keep reading the graph until enough rows pass: pgvector 0.8
+    # and later; an older one ranks within its first ef_search candidates only
+    with contextlib.suppress(psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")

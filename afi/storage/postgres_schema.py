@@ -95,8 +95,20 @@ CREATE INDEX notes_kind_name ON notes (tenant_id, resource_id, thread_id, kind, 
 CREATE INDEX notes_path ON notes (tenant_id, resource_id, thread_id, path) WHERE path IS NOT NULL;
 CREATE INDEX notes_file_name ON notes (tenant_id, resource_id, thread_id, kind, (name || '.md'))
     WHERE name IS NOT NULL;
-CREATE INDEX notes_rendered_trgm ON notes USING gin (rendered gin_trgm_ops);
+-- grep reads the rendering with the Kelvin sign and the long s spelled k and s (afi.storage.pg_trigram.folded)
+CREATE INDEX notes_rendered_folded_trgm ON notes
+    USING gin (translate(rendered, U&'\\212A\\017F', 'ks') gin_trgm_ops);
 CREATE INDEX notes_lexical ON notes USING gin (lexical);
+CREATE FUNCTION afi_consent_state(raw text) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN raw IS NULL THEN 0
+        WHEN jsonb_typeof(raw::jsonb) <> 'object' THEN 2
+        WHEN raw::jsonb -> 'visible' = 'false'::jsonb THEN 2
+        WHEN COALESCE(raw::jsonb -> 'revoked_at', 'null'::jsonb)
+            NOT IN ('null'::jsonb, 'false'::jsonb, '""'::jsonb, '0'::jsonb, '[]'::jsonb, '{}'::jsonb) THEN 2
+        ELSE 1
+    END
+$$;
 CREATE TABLE source_lineage (
     tenant_id {T} NOT NULL, resource_id {T} NOT NULL, thread_id {T} NOT NULL, entry_id {T} NOT NULL,
     status {T} NOT NULL, changed_at {T} NOT NULL,
@@ -121,7 +133,9 @@ CREATE TABLE workspace_files (
     space {T} NOT NULL, path {T} NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, text {T} NOT NULL,
     UNIQUE (space, path)
 );
-CREATE INDEX workspace_files_trgm ON workspace_files USING gin (text gin_trgm_ops);
+-- grep reads the text with the Kelvin sign and the long s spelled k and s (afi.storage.pg_trigram.folded)
+CREATE INDEX workspace_files_trgm ON workspace_files
+    USING gin (translate(text, U&'\\212A\\017F', 'ks') gin_trgm_ops);
 CREATE TABLE workspace_seq (space {T} PRIMARY KEY, seq bigint NOT NULL);
 CREATE FUNCTION afi_workspace_bump() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -155,6 +169,7 @@ CREATE TABLE ledger_fts (
     body tsvector NOT NULL
 );
 CREATE INDEX ledger_fts_body ON ledger_fts USING gin (body);
+CREATE INDEX ledger_fts_sess ON ledger_fts (sess);
 """
 
 
@@ -194,11 +209,11 @@ def applied_pg_steps(conn: psycopg.Connection[Any]) -> list[Applied]:
 def migrate_postgres(url: str) -> tuple[int, list[Applied]]:
     """Apply the database's pending steps, each in one transaction; return the version before and
     the steps applied. Raises Unsupported when a newer afi-memory migrated the database."""
-    from .postgres import redact_url
+    from .postgres import pg_connect, redact_url
 
     where = redact_url(url)
     done: list[Applied] = []
-    with psycopg.connect(url, autocommit=True) as conn:
+    with pg_connect(url) as conn:
         before = pg_version(conn)
         refuse_newer(before, LATEST, where)
         version = before

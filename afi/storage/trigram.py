@@ -6,6 +6,9 @@ that the others already cover. Instead each literal is cut into non-overlapping 
 characters (plus the last three, so the end is covered) that must all occur within a window of the
 literal's length (``NEAR``): about half the time, with almost the same rows (147 against 140 on the
 load bench's queries). The rows are candidates only: the matcher checks every one against the text.
+
+This is the SQLite store's index; a PostgreSQL store asks its pg_trgm indexes with ``ILIKE`` instead
+(:mod:`.pg_trigram`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ from afi.errors import AfiError, Conflict, Forbidden, Internal, InvalidPath, Not
 from afi.model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 from afi.paths import normalize
 from afi.provider import Caller
-from afi.sqlite import Connections
-from afi.storage import ensure_schema
+from afi.storage.database import is_postgres_url, open_database
 
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
@@ -31,6 +30,7 @@ from .tree.afi import AfiArea, memory_manifest
 from .tree.base import MAX_LIST, Area, Listing, WriteOptions
 from .tree.locate import AREAS, READ_ONLY_AREAS, Node, locate, note_path
 from .tree.root import area_handlers
+from .workspace.advisory import AdvisorySpaceLocks
 from .workspace.locks import SpaceLocks, lock_folder
 from .workspace.workspace import WorkspaceLimits
 
@@ -54,15 +54,16 @@ class MemoryProvider:
     ) -> None:
         if str(db) == ":memory:":
             raise ValueError("MemoryProvider needs a database file: every worker thread opens its own connection")
-        self.db = Path(db)
+        self.db: str | Path = db if is_postgres_url(db) else Path(db)
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self.workspace_limits = workspace_limits or WorkspaceLimits.from_env()
-        self._db = Connections(self.db)
-        ensure_schema(self._db.get())
+        self._db = open_database(self.db)
         self.audit = AuditLog(self._db)
         self._keys = keys if keys is not None else _default_keys(self.db)
-        self._write_locks = SpaceLocks(lock_folder(self.db))
+        self._write_locks: SpaceLocks | AdvisorySpaceLocks = (
+            AdvisorySpaceLocks(self._db) if isinstance(self.db, str) else SpaceLocks(lock_folder(self.db))
+        )
         self._spaces = Spaces(self.db, self._db, self.root, self.workspace_limits, self._write_locks, embedder)
         extra = dict(manifest_extra or {})
         self._afi = AfiArea(
@@ -195,11 +196,14 @@ class MemoryProvider:
 
     def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T]) -> T:
         """Run one write verb under the space's write lock (so a check such as if_match and the write it
-        guards cannot interleave with another thread's or process's write), and record it in the audit table."""
+        guards cannot interleave with another thread's, process's or replica's write), in one transaction
+        with its audit row: the verb's rows and the audit row commit together or not at all. A refusal
+        rolls the transaction back and is then recorded on its own."""
         try:
             check_space_name(caller.space)
-            with self._write_locks.hold(caller.space):
+            with self._write_locks.hold(caller.space), self._db.transaction():
                 result = run()
+                self.audit.record(caller, verb, path, "ok")
         except AfiError as err:
             self.audit.record(caller, verb, path, err.code)
             raise
@@ -212,7 +216,6 @@ class MemoryProvider:
         except Exception:
             self.audit.record(caller, verb, path, "internal")
             raise
-        self.audit.record(caller, verb, path, "ok")
         return result
 
     def audit_log(self, *, limit: int = 100) -> builtins.list[dict[str, Any]]:
@@ -275,7 +278,7 @@ class MemoryProvider:
         return self._audited(caller, f"ledger.{op}", f"/sessions/{session}.md", run)
 
 
-def _default_keys(db: Path) -> Any:
+def _default_keys(db: str | Path) -> Any:
     from afi.auth.keys import KeyStore
 
     return KeyStore(db)

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afi.errors import InvalidPath
-from afi.sqlite import Connections
+from afi.storage.database import Database
 
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric, create_memory_fabric
 from .fabric.memory import space_memory
 from .ledger.ledger import Ledger
 from .tree.notes_view import NotesView
+from .workspace.advisory import AdvisorySpaceLocks
 from .workspace.locks import SpaceLocks
 from .workspace.workspace import Workspace, WorkspaceLimits
 
@@ -44,16 +45,16 @@ class Spaces:
 
     def __init__(
         self,
-        db: Path,
-        connections: Connections,
+        db: str | Path,
+        database: Database,
         root: Path,
         limits: WorkspaceLimits,
-        locks: SpaceLocks,
+        locks: SpaceLocks | AdvisorySpaceLocks,
         embedder: Embedder | None = None,
         *,
         keep: int = 64,
     ) -> None:
-        self._db, self._connections, self._root, self._limits = db, connections, root, limits
+        self._db, self._database, self._root, self._limits = db, database, root, limits
         self._locks = locks
         self._embedder = embedder
         self.keep = keep
@@ -82,19 +83,28 @@ class Spaces:
     def _get_or_open(self, name: str) -> Space:
         with self._lock:
             found = self._open.get(name)
-            if found is None:
-                memory = space_memory(self._db, name, embedder=self._embedder)
-                found = Space(
-                    create_memory_fabric(memory),
-                    NotesView(self._connections, memory.scope),
-                    Workspace(self._root, name, self._connections, self._limits),
-                    Ledger(self._db, space=name),
-                )
-                self._open[name] = found
-                while len(self._open) > self.keep:
-                    self._open.popitem(last=False)
+            if found is not None:
+                self._open.move_to_end(name)
+                return found
+        # Built outside the lock: opening touches the store, which may wait for a writer that is itself
+        # waiting for this lock to find its own space. Two threads racing to open one space both build
+        # it; the first to come back keeps it.
+        built = self._build(name)
+        with self._lock:
+            found = self._open.setdefault(name, built)
             self._open.move_to_end(name)
+            while len(self._open) > self.keep:
+                self._open.popitem(last=False)
         return found
+
+    def _build(self, name: str) -> Space:
+        memory = space_memory(self._db, name, embedder=self._embedder)
+        return Space(
+            create_memory_fabric(memory),
+            NotesView(self._database, memory.scope),
+            Workspace(self._root, name, self._database, self._limits),
+            Ledger(self._db, space=name),
+        )
 
 
 def check_space_name(name: str) -> None:

@@ -45,7 +45,7 @@ def _pump(stream: object, lines: queue.Queue[str]) -> None:
 
 
 @contextmanager
-def afi_mount(mountpoint: Path, db: Path, root: Path, *args: str, timeout: float = 60.0) -> Iterator[Mount]:
+def afi_mount(mountpoint: Path, db: Path | str, root: Path, *args: str, timeout: float = 60.0) -> Iterator[Mount]:
     """Run ``afi mount --foreground`` over ``db``/``root``; yield once mounted; always unmount."""
     mountpoint.mkdir(parents=True, exist_ok=True)
     cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root), "--foreground", *args]

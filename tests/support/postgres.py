@@ -117,3 +117,12 @@ class Databases:
         with psycopg.connect(self.server_url, autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {self.TEMPLATE}")
         return database_url(self.server_url, name)
+
+    def drop(self, url: str) -> None:
+        """Close this process's pool on the database at ``url`` and drop the database."""
+        from afi.storage.postgres import PostgresDatabase
+
+        PostgresDatabase.close_url(url)
+        name = urlsplit(url).path.lstrip("/")
+        with psycopg.connect(self.server_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -29,7 +29,7 @@ class AfiServer:
     """A running server: its base URL, its store, and tokens by name (empty when keyless)."""
 
     url: str
-    db: Path
+    db: Path | str
     root: Path
     tokens: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[str] | None = None
@@ -42,7 +42,7 @@ def _pump(stream: Any, lines: queue.Queue[str]) -> None:
 
 
 @contextmanager
-def start_afi_serve(db: Path, root: Path, *args: str, timeout: float = 60.0) -> Iterator[AfiServer]:
+def start_afi_serve(db: Path | str, root: Path, *args: str, timeout: float = 60.0) -> Iterator[AfiServer]:
     """Run ``afi serve --port 0`` on 127.0.0.1 over ``db``/``root``; yield it once it answers."""
     cmd = [sys.executable, "-c", "from afi.cli import main; main()", "serve", "--host", "127.0.0.1", "--port", "0"]
     cmd += ["--db", str(db), "--root", str(root), *args]

@@ -123,7 +123,7 @@ def start_afi(args: list[str], env_home: Path, *, wait_for: int = 1, timeout: fl
 
 
 def add_key(
-    db: Path,
+    db: Path | str,
     public: Path,
     *,
     space: str = "default",

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .lexical import fts_query, normalize_note_text, query_terms
+from .lexical import normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .store import NOTE_COLUMNS, note_from_row
 from .types import MemoryNote, NoteLink
@@ -97,10 +97,10 @@ def _lexical_batch(
     # a cosine of 0.85 over token bags means ~85% of the tokens are shared: any ~15% of them, plus one,
     # hits every such note, so the rarest few are enough and keep the posting lists short
     need = math.ceil(len(terms) * (1 - _THRESHOLD_HINT)) + 1
-    match = fts_query(memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need))
-    if match is None:
+    chosen = memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need)
+    if not chosen:
         return []
-    rowids = memory.store.lexical(memory.scope, match, kinds=[kind], as_of=now, limit=limit)
+    rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=limit)
     if not rowids:
         return []
     rows = memory.store.rows_by_rowid(memory.scope, rowids)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from .embedders import Embedder, HashEmbedder
 from .errors import MemoryLimitError, MemoryValidationError
+from .pg_vectors import PgVectorIndex
 from .store import Store
 from .types import NoteLink, Scope
 from .vectors import VectorIndex
@@ -179,7 +180,11 @@ class Memory:
     owns_store: bool = True
 
     def __post_init__(self) -> None:
-        self.index = VectorIndex(self.store, self.scope, self.embedder.dims)
+        self.index: VectorIndex | PgVectorIndex = (
+            PgVectorIndex(self.store, self.scope, self.embedder.dims)
+            if self.store.postgres
+            else VectorIndex(self.store, self.scope, self.embedder.dims)
+        )
 
     def redact(self, text: str) -> str:
         """Given text, return it through the redactor (unchanged without one)."""

@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from .errors import MemoryValidationError
-from .lexical import bm25_rowids, fts_query, query_terms
+from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory, canonical_time
 from .store import iso_now
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
@@ -162,21 +162,21 @@ def recall_candidates(
     as_of_epoch = iso_to_epoch(as_of, 0.0)
     qvec = memory.embedder.embed([query])[0]
     window = max(fusion.window, limit)
-    match = None
+    terms: list[str] = []
     if fusion.mode != "vector":
-        match = fts_query(memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings))
+        terms = memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings)
     depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
     reach: int | None = window * LEXICAL_OVERSAMPLE
     ranked: list[int] = []
     index = memory.index
     while True:
-        if match is not None:
-            with memory.store.read() as conn:
-                ranked = bm25_rowids(conn, match, limit=reach)
+        if terms:
+            ranked = memory.store.rank_lexical(memory.scope, terms, limit=reach)
         with index.lock:
             index.refresh()
-            mask = index.mask(stored, as_of_epoch, memory.require_consent)
-            lexical = list(islice((rowid for rowid in ranked if index.allowed(rowid, mask)), window))
+            mask: Any = index.mask(stored, as_of_epoch, memory.require_consent)  # each engine its own
+            passing = index.allowed_among(ranked, mask)
+            lexical = list(islice((rowid for rowid in ranked if rowid in passing), window))
             if reach is not None and len(lexical) < window and len(ranked) == reach:
                 reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
                 continue
@@ -207,7 +207,7 @@ def _scored(
     with memory.store.read() as conn:
         rows = conn.execute(
             f"SELECT rowid, created_at, importance FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?",
+            f"{memory.store.scope_rows()}",
             (*rowids, scope.tenant_id, scope.resource_id, scope.thread_id),
         ).fetchall()
     columns = {rowid: (created_at, importance) for rowid, created_at, importance in rows}

@@ -1,18 +1,19 @@
-"""The SQLite store under the memory fabric: notes, their indexes, working blocks, lineage, changes.
+"""The store under the memory fabric: notes, their indexes, working blocks, lineage, changes.
 
-One file, WAL mode, one connection per thread (``:memory:`` shares one connection behind a lock).
-The tables are :mod:`afi.storage.schema`'s, brought up to date at open. ``meta`` records the
-embedder the vectors came from.
-Every note insert/update/delete appends to ``note_changes``; its AUTOINCREMENT ``seq`` is the
-store-wide counter written into ``notes.seq``, so another process can tell what changed.
+One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection per thread), a
+PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
+:mod:`afi.storage.schema`'s (or :mod:`afi.storage.postgres_schema`'s), brought up to date at open.
+``meta`` records the embedder the vectors came from. Every note insert/update/delete appends to
+``note_changes``; its ``seq`` is the store-wide counter written into ``notes.seq``, so another process
+(or another replica) can tell what changed. A write joins the transaction this thread already holds
+(a verb's), so the note, its indexes and the verb's other rows commit together.
 """
 
 from __future__ import annotations
 
-import itertools
+import functools
 import json
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,127 +22,108 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from afi.sqlite import Connections, configure
-from afi.storage import applied_steps, ensure_schema
+from afi.storage import applied_steps
+from afi.storage.database import Connection, open_database
+from afi.storage.postgres_schema import applied_pg_steps
 
 from .errors import MemoryValidationError
-from .lexical import TermStats
+from .lexical import TermStats, bm25_rowids, fts_query
+from .pg_lexical import PgTermStats, pg_bm25_rowids
+from .pg_vectors import ensure_hnsw
 from .render import render_note
 from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
 from .types import MemoryNote, Scope
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
-_MEMORY_LOCKS: dict[int, threading.RLock] = {}
-
 
 class Store:
-    """One SQLite file holding every scope's notes; thread-safe through per-thread connections."""
+    """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
-        self.path = str(path)
+        self.path = os.fspath(path)
         self.in_memory = self.path == ":memory:"
-        self._local = threading.local()  # this thread's transaction depth and serial
-        self._files = None if self.in_memory else Connections(self.path)
-        self._shared: sqlite3.Connection | None = None
-        self._lock = threading.RLock()
+        self.database = open_database(self.path)
+        self.postgres = self.database.dialect == "postgresql"
+        self._local = threading.local()  # the serial of this thread's transaction this store wrote in
         self._closed = False
-        self._tx_serial = itertools.count(1)
         self._tx_hooks: list[Callable[[int, bool], None]] = []
         self.term_stats = TermStats()
-        if self.in_memory:
-            self._shared = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            configure(self._shared, wal=False)
-        ensure_schema(self.conn())
-        with self.write() as conn:
-            self._check_embedder(conn, embedder_name, dims)
+        self.pg_term_stats = PgTermStats()
+        self._check_embedder(embedder_name, dims)
+        if self.postgres:
+            with self.write() as conn:
+                ensure_hnsw(conn, dims)
 
     # -- connections and transactions ------------------------------------------------------
 
-    def conn(self) -> sqlite3.Connection:
-        """Return this thread's connection (the shared one for ``:memory:``)."""
+    def conn(self) -> Connection:
+        """Return this thread's SQLite connection (tests and tools; PostgreSQL lends connections by block)."""
+        self._check_open()
+        if self.postgres:
+            raise MemoryValidationError("a PostgreSQL store lends connections by block: use read() or write()")
+        with self.database.read() as conn:
+            return conn
+
+    def _check_open(self) -> None:
         if self._closed:
             raise MemoryValidationError("the memory store is closed")
-        if self._shared is not None:
-            return self._shared
-        assert self._files is not None
-        return self._files.get()
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """Run the block in one IMMEDIATE transaction (nested calls join the outer one)."""
-        conn = self.conn()
-        depth = getattr(self._local, "depth", 0)
-        lock = self._lock if self.in_memory else None
-        if lock is not None:
-            lock.acquire()
-        try:
-            if depth:
-                self._local.depth = depth + 1
-                try:
-                    yield conn
-                finally:
-                    self._local.depth = depth
-                return
-            conn.execute("BEGIN IMMEDIATE")
-            tx = next(self._tx_serial)
-            self._local.depth = 1
-            self._local.tx = (tx, conn.total_changes)
-            committed = False
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
-                committed = True
-            finally:
-                self._local.depth = 0
-                self._local.tx = None
-                for hook in self._tx_hooks:
-                    hook(tx, committed)
-        finally:
-            if lock is not None:
-                lock.release()
+    def write(self) -> Iterator[Connection]:
+        """Run the block in a write transaction, joining the one this thread holds (if any)."""
+        self._check_open()
+        with self.database.transaction() as conn:
+            serial = self.database.transaction_serial()
+            if serial is not None and getattr(self._local, "tx", None) != serial:
+                self._local.tx = serial
+                self.database.after_transaction(functools.partial(self._ended, serial))
+            yield conn
+
+    def _ended(self, tx: int, committed: bool) -> None:
+        if getattr(self._local, "tx", None) == tx:
+            self._local.tx = None
+        for hook in self._tx_hooks:
+            hook(tx, committed)
 
     def on_transaction_end(self, hook: Callable[[int, bool], None]) -> None:
-        """Call ``hook(tx, committed)`` whenever a write transaction of this store ends."""
+        """Call ``hook(tx, committed)`` whenever a write transaction this store wrote in ends."""
         self._tx_hooks.append(hook)
 
     def uncommitted_tx(self) -> int | None:
-        """Return the serial of this thread's write transaction if it has changed rows not yet
-        committed (a read now would see them), else None."""
+        """Return the serial of this thread's transaction if this store wrote in it and it has not
+        ended (a read now may see rows not yet committed), else None."""
         current = getattr(self._local, "tx", None)
-        if current is None or self.conn().total_changes == current[1]:
-            return None
-        return int(current[0])
+        return int(current) if current is not None and current == self.database.transaction_serial() else None
 
     @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """Yield this thread's connection for reads (serialised with writes for ``:memory:``)."""
-        if self.in_memory:
-            with self._lock:
-                yield self.conn()
-        else:
-            yield self.conn()
+    def read(self) -> Iterator[Connection]:
+        """Yield a connection for reads (this thread's, or the one its transaction holds)."""
+        self._check_open()
+        with self.database.read() as conn:
+            yield conn
 
     def close(self) -> None:
-        """Close the store: no call works after this; this thread's connection closes now, every other
-        thread's when that thread ends (closing one in use by another thread could crash SQLite)."""
+        """Close the store: no call works after this. A SQLite file's other threads' connections close
+        when those threads end; a PostgreSQL pool is shared by the process and stays open."""
         self._closed = True
-        if self._files is not None:
-            self._files.close()
-        if self._shared is not None:
-            self._shared.close()
+        if self.database.dialect == "sqlite":
+            self.database.close()
 
     # -- schema ------------------------------------------------------------------------
 
-    def _check_embedder(self, conn: sqlite3.Connection, name: str, dims: int) -> None:
-        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
-        if not rows:
-            conn.executemany("INSERT INTO meta VALUES (?, ?)", [("embedder", name), ("dims", str(dims))])
-            return
+    def _check_embedder(self, name: str, dims: int) -> None:
+        """Record the embedder in a new store; refuse a store whose vectors came from another one."""
+        query = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')"
+        with self.read() as conn:
+            rows = dict(conn.execute(query).fetchall())
+        if not rows:  # a new store: the first opener records it (a write only this once)
+            with self.write() as conn:
+                conn.executemany(
+                    "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                    [("embedder", name), ("dims", str(dims))],
+                )
+                rows = dict(conn.execute(query).fetchall())
         if rows.get("embedder") != name or rows.get("dims") != str(dims):
             raise MemoryValidationError(
                 f"this store was built with embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); "
@@ -152,24 +134,43 @@ class Store:
     def migrations(self) -> list[int]:
         """Return the applied migration steps of the store file, in order."""
         with self.read() as conn:
-            return [step.number for step in applied_steps(conn)]
+            steps = applied_pg_steps(conn.raw) if self.postgres else applied_steps(conn)  # type: ignore[attr-defined,arg-type]
+            return [step.number for step in steps]
 
     # -- notes -------------------------------------------------------------------------
 
-    def _bump(self, conn: sqlite3.Connection, scope: Scope, note_id: str, op: str) -> int:
-        cur = conn.execute(
-            "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op) VALUES (?, ?, ?, ?, ?)",
+    def _bump(self, conn: Connection, scope: Scope, note_id: str, op: str) -> int:
+        row = conn.execute(
+            "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op) VALUES (?, ?, ?, ?, ?) "
+            "RETURNING seq",
             (*_scope_key(scope), note_id, op),
-        )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        ).fetchone()
+        return int(row[0])
+
+    def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
+        """An embedding as the engine keeps it: raw float32 bytes in SQLite, a pgvector value in PostgreSQL."""
+        array = np.asarray(embedding, dtype=np.float32)
+        return array if self.postgres else array.tobytes()
+
+    def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Rows whose last column is an embedding, that column as float32 bytes on either engine."""
+        if not self.postgres:
+            return rows
+        return [(*row[:-1], None if row[-1] is None else row[-1].to_numpy().astype(np.float32).tobytes())
+                for row in rows]  # fmt: skip
+
+    def scope_rows(self) -> str:
+        """The condition that a row looked up by rowid is the scope's (SQLite's ``+`` keeps the planner
+        on the rowid instead of the scope's index; PostgreSQL's planner needs no such hint)."""
+        plus = "" if self.postgres else "+"
+        return f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
 
     def insert_note(self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None) -> int:
         """Insert a note row (with its rendering and embedding); return its seq."""
         with self.write() as conn:
             seq = self._bump(conn, scope, note.id, "upsert")
             cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", "rendered", "embedding")
-            blob = None if embedding is None else np.asarray(embedding, dtype=np.float32).tobytes()
+            blob = None if embedding is None else self._vector(embedding)
             values = [*_scope_key(scope), *_note_values(note), seq, render_note(note), blob]
             conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
             return seq
@@ -183,7 +184,7 @@ class Store:
             values = [*_note_values(note), seq, render_note(note)]
             if embedding is not None:
                 sets.append("embedding = ?")
-                values.append(np.asarray(embedding, dtype=np.float32).tobytes())
+                values.append(self._vector(embedding))
             cur = conn.execute(
                 f"UPDATE notes SET {', '.join(sets)} "
                 "WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
@@ -204,7 +205,7 @@ class Store:
                 self._bump(conn, scope, note_id, "delete")
             return cur.rowcount
 
-    def select_notes(self, scope: Scope, where: str = "1", params: Sequence[Any] = (), *, order: str = "id",
+    def select_notes(self, scope: Scope, where: str = "TRUE", params: Sequence[Any] = (), *, order: str = "id",
                      limit: int | None = None) -> list[MemoryNote]:  # fmt: skip
         """Return the scope's notes matching a SQL condition (over the notes columns)."""
         sql = (
@@ -221,10 +222,7 @@ class Store:
         """Return ``{rowid: note}`` for those rowids that are rows of the scope."""
         if not rowids:
             return {}
-        sql = (
-            f"SELECT {_SELECT} FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?"
-        )
+        sql = f"SELECT {_SELECT} FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) {self.scope_rows()}"
         with self.read() as conn:
             rows = conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()
         return {row[0]: note_from_row(row, scope) for row in rows}
@@ -235,10 +233,10 @@ class Store:
             return []
         sql = (
             f"SELECT {_SELECT}, embedding FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?"
+            f"{self.scope_rows()}"
         )
         with self.read() as conn:
-            return conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()
+            return self._with_blobs(conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall())
 
     def rows_with_embeddings(self, scope: Scope, where: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Return ``rowid, seq, *NOTE_COLUMNS, embedding`` rows of the scope matching a condition."""
@@ -247,7 +245,7 @@ class Store:
             f"AND ({where})"
         )
         with self.read() as conn:
-            return conn.execute(sql, (*_scope_key(scope), *params)).fetchall()
+            return self._with_blobs(conn.execute(sql, (*_scope_key(scope), *params)).fetchall())
 
     def index_rows(self, scope: Scope, where: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Return ``rowid, id, kind, valid_from, valid_to, consent, source_entry_ids, status, embedding``
@@ -256,29 +254,59 @@ class Store:
             f"SELECT {_INDEX_SELECT} FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND ({where})"
         )
         with self.read() as conn:
-            return conn.execute(sql, (*_scope_key(scope), *params)).fetchall()
+            return self._with_blobs(conn.execute(sql, (*_scope_key(scope), *params)).fetchall())
 
-    def lexical(self, scope: Scope, match: str, *, kinds: Sequence[str], as_of: str, limit: int) -> list[int]:
-        """Return the rowids of the scope's active notes of those kinds valid at ``as_of`` that match
-        an FTS5 expression, best BM25 first."""
+    def lexical(self, scope: Scope, terms: list[str], *, kinds: Sequence[str], as_of: str, limit: int) -> list[int]:
+        """Return the rowids of the scope's active notes of those kinds valid at ``as_of`` that hold any
+        of the terms, best BM25 first."""
         marks = ", ".join("?" * len(kinds))
+        valid = (
+            f"n.status = 'active' AND n.kind IN ({marks}) AND (n.valid_from IS NULL OR n.valid_from <= ?) "
+            "AND (n.valid_to IS NULL OR n.valid_to > ?)"
+        )
+        if self.postgres:
+            with self.read() as conn:
+                seq = self._latest_seq(conn)
+                return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit, where=valid,
+                                      params=(*kinds, as_of, as_of))  # fmt: skip
+        match = fts_query(terms)
+        if match is None:
+            return []
         sql = (
-            "SELECT notes.rowid FROM notes_lexical JOIN notes ON notes.rowid = notes_lexical.rowid "
-            "WHERE notes_lexical MATCH ? AND notes.tenant_id = ? AND notes.resource_id = ? AND notes.thread_id = ? "
-            f"AND notes.status = 'active' AND notes.kind IN ({marks}) "
-            "AND (notes.valid_from IS NULL OR notes.valid_from <= ?) "
-            "AND (notes.valid_to IS NULL OR notes.valid_to > ?) "
-            "ORDER BY bm25(notes_lexical) LIMIT ?"
+            "SELECT n.rowid FROM notes_lexical JOIN notes n ON n.rowid = notes_lexical.rowid "
+            "WHERE notes_lexical MATCH ? AND n.tenant_id = ? AND n.resource_id = ? AND n.thread_id = ? "
+            f"AND {valid} ORDER BY bm25(notes_lexical) LIMIT ?"
         )
         with self.read() as conn:
             rows = conn.execute(sql, (match, *_scope_key(scope), *kinds, as_of, as_of, limit)).fetchall()
         return [row[0] for row in rows]
 
+    def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None) -> list[int]:
+        """Return the rowids of notes holding any of the terms, best BM25 first (the best ``limit``, or
+        all). On SQLite the FTS5 index is read alone, across every scope (recall filters by the vector
+        index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only."""
+        if self.postgres:
+            with self.read() as conn:
+                seq = self._latest_seq(conn)
+                return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit)
+        match = fts_query(terms)
+        if match is None:
+            return []
+        with self.read() as conn:
+            return bm25_rowids(conn, match, limit=limit)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _latest_seq(conn: Connection) -> int:
+        return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM note_changes").fetchone()[0])
+
     def select_terms(self, terms: list[str], *, max_postings: int, min_terms: int = 1) -> list[str]:
         """Given query terms, return the rarest ones whose summed posting lists stay under the cap."""
         with self.read() as conn:
-            seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM note_changes").fetchone()[0]
-            return self.term_stats.select(conn, terms, seq=seq, max_postings=max_postings, min_terms=min_terms)
+            seq = self._latest_seq(conn)
+            if self.postgres:
+                return self.pg_term_stats.select(conn, terms, seq=seq, max_postings=max_postings, min_terms=min_terms)
+            return self.term_stats.select(conn, terms, seq=seq, max_postings=max_postings,  # type: ignore[arg-type]
+                                          min_terms=min_terms)  # fmt: skip
 
     # -- changes -----------------------------------------------------------------------
 
@@ -306,7 +334,8 @@ class Store:
         """Record that a session entry was corrected, revoked, forgotten or put on legal hold."""
         with self.write() as conn:
             conn.execute(
-                "INSERT INTO source_lineage VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+                "INSERT INTO source_lineage VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (tenant_id, resource_id, thread_id, entry_id) DO UPDATE SET "
                 "status = CASE WHEN source_lineage.status = 'legal_hold' THEN 'legal_hold' ELSE excluded.status END, "
                 "changed_at = excluded.changed_at",
                 (*_scope_key(scope), entry_id, status, iso_now()),

@@ -201,7 +201,7 @@ class VectorIndex:
             return
         changes = self.store.changes_since(self.scope, self.seq) if self.seq >= 0 else []
         if self.seq < 0 or len(changes) > _FULL_RELOAD_AT:
-            self._load(self.store.index_rows(self.scope, "1"), revoked)
+            self._load(self.store.index_rows(self.scope, "TRUE"), revoked)
             self._build_postings()
         else:
             ids = list(dict.fromkeys(note_id for _, note_id, _ in changes))
@@ -385,6 +385,10 @@ class VectorIndex:
             if slot is not None:
                 out[rowid] = float(self.matrix[slot] @ query)
         return out
+
+    def allowed_among(self, rowids: Sequence[int], mask: npt.NDArray[np.bool_]) -> set[int]:
+        """Those of the rowids that pass the mask."""
+        return {rowid for rowid in rowids if self.allowed(rowid, mask)}
 
     def allowed(self, rowid: int, mask: npt.NDArray[np.bool_]) -> bool:
         """Return whether a rowid passes the mask (unknown rows do not)."""

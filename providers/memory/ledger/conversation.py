@@ -2,8 +2,9 @@
 
 ``search_conversation`` scores messages by query-term coverage (the share of the query's terms a
 message contains), best first, ties newest first, and returns the branch page around each hit. Over
-a :class:`LedgerSource` the candidates come from the ledger's FTS5 index (only messages holding at
-least one term are scored, and ``scanned`` counts them); over any other ``{session: {entries()}}``
+a :class:`LedgerSource` the candidates come from the ledger's full-text index (:mod:`.index`: FTS5 on
+SQLite, a ``tsvector`` on PostgreSQL; only messages holding at least one term are scored, and
+``scanned`` counts them); over any other ``{session: {entries()}}``
 source the branch is scanned in Python and ``scanned`` is the number of messages. Over the index,
 when ``top_k`` messages hold every term only those are scored (``scanned`` counts them). No model is called.
 """
@@ -11,8 +12,8 @@ when ``top_k`` messages hold every term only those are scored (``scanned`` count
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ from ..fabric.errors import MemoryValidationError
 from ..fabric.lexical import STOPWORDS
 from ..fabric.recall import estimate_tokens
 from ..fabric.types import ExplainRow, MemoryNote, RecallHit, Scope
+from .index import ConversationAbortedError, best_messages, is_aborted
 from .ledger import LedgerSession, Observation
 
 __all__ = [
@@ -49,11 +51,7 @@ TRANSCRIPT_HEADER_LINES = 2
 MAX_EPISODE_CANDIDATES = 2000
 MESSAGE_ROLES = frozenset({"user", "assistant", "tool"})
 _TERM = re.compile(r"[^\W_]+", re.UNICODE)
-_PROGRESS_STEPS = 1000
-
-
-class ConversationAbortedError(MemoryValidationError):
-    """The caller's abort signal was set: the scan stopped and nothing was returned."""
+_PROGRESS_STEPS = 1000  # messages a plain scan scores between two looks at the abort signal
 
 
 class _Model(BaseModel):
@@ -104,15 +102,8 @@ def _check_int(value: Any, label: str, cap: int) -> int:
     return value
 
 
-def _aborted(signal: Any) -> bool:
-    if signal is None:
-        return False
-    is_set = getattr(signal, "is_set", None)
-    return bool(is_set()) if callable(is_set) else bool(getattr(signal, "aborted", False))
-
-
 def _check_signal(signal: Any) -> None:
-    if _aborted(signal):
+    if is_aborted(signal):
         raise ConversationAbortedError("the conversation search was aborted")
 
 
@@ -195,33 +186,35 @@ class _LedgerMessages(_Messages):
 
     def __init__(self, session: LedgerSession) -> None:
         self.session = session
-        self.conn = session.ledger.connections.get()
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        with self.session.ledger.database.read() as conn:
+            return conn.execute(sql, params).fetchone()
 
     def count(self) -> int:
         # ordinals are dense from 0, so the last one (an index lookup) gives the count without a scan
-        row = self.conn.execute(
-            "SELECT MAX(mpos) FROM ledger_entries WHERE session_key = ? AND mpos IS NOT NULL", (self.session.key,)
-        ).fetchone()
+        row = self._one("SELECT MAX(mpos) FROM ledger_entries WHERE session_key = ? AND mpos IS NOT NULL",
+                        (self.session.key,))  # fmt: skip
         return 0 if row[0] is None else int(row[0]) + 1
 
     def index_of(self, entry_id: str) -> int | None:
-        row = self.conn.execute(
+        row = self._one(
             "SELECT mpos, role FROM ledger_entries WHERE session_key = ? AND entry_id = ? AND mpos IS NOT NULL",
             (self.session.key, entry_id),
-        ).fetchone()
+        )
         return None if row is None or row[1] not in MESSAGE_ROLES else int(row[0])
 
     def slice(self, start: int, end: int) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT entry_id, role, text, timestamp FROM ledger_entries WHERE session_key = ? AND mpos >= ? "
-            "AND mpos < ? ORDER BY mpos", (self.session.key, start, end),
-        )  # fmt: skip
+        with self.session.ledger.database.read() as conn:
+            rows = conn.execute(
+                "SELECT entry_id, role, text, timestamp FROM ledger_entries WHERE session_key = ? AND mpos >= ? "
+                "AND mpos < ? ORDER BY mpos", (self.session.key, start, end),
+            ).fetchall()  # fmt: skip
         return [{"type": "message", "id": r[0], "role": r[1], "text": r[2], "timestamp": r[3]} for r in rows]
 
     def at(self, index: int) -> str | None:
-        row = self.conn.execute(
-            "SELECT entry_id FROM ledger_entries WHERE session_key = ? AND mpos = ?", (self.session.key, index)
-        ).fetchone()
+        row = self._one("SELECT entry_id FROM ledger_entries WHERE session_key = ? AND mpos = ?",
+                        (self.session.key, index))  # fmt: skip
         return None if row is None else str(row[0])
 
 
@@ -249,40 +242,7 @@ class LedgerSource:
     def candidates(self, terms: list[str], top_k: int, signal: Any) -> tuple[list[tuple[str, float, str]], int]:
         """Given query terms, return the best ``top_k`` messages as (entry id, coverage, timestamp) and
         how many messages were scored (those holding at least one term)."""
-        conn = self.session.ledger.connections.get()
-        marker = f'sess : "s{self.session.key}"'
-        # First the messages holding every term: when there are top_k of them, the best hits are among
-        # them (coverage 1), and only they need scoring; otherwise score every message holding any term.
-        every = f"{marker} AND " + " AND ".join(f'body : "{t}"' for t in terms)
-        full = ("SELECT e.entry_id, e.timestamp, COUNT(*) OVER () FROM ledger_entries e WHERE e.seq IN "
-                "(SELECT rowid FROM ledger_fts WHERE ledger_fts MATCH ?) AND e.role IN ('user', 'assistant', 'tool') "
-                "ORDER BY e.timestamp DESC, e.entry_id ASC LIMIT ?")  # fmt: skip
-        found = _interruptible(conn, signal, lambda: conn.execute(full, (every, top_k)).fetchall())
-        if len(found) >= top_k or len(terms) == 1:
-            return [(r[0], 1.0, r[1]) for r in found], int(found[0][2]) if found else 0
-        union = " UNION ALL ".join("SELECT rowid FROM ledger_fts WHERE ledger_fts MATCH ?" for _ in terms)
-        params = [f'{marker} AND body : "{t}"' for t in terms]
-        sql = (f"WITH hits(seq, n) AS (SELECT rowid, COUNT(*) FROM ({union}) GROUP BY rowid) "
-               "SELECT e.entry_id, h.n, e.timestamp, COUNT(*) OVER () FROM hits h JOIN ledger_entries e "
-               "ON e.seq = h.seq WHERE e.role IN ('user', 'assistant', 'tool') "
-               "ORDER BY h.n DESC, e.timestamp DESC, e.entry_id ASC LIMIT ?")  # fmt: skip
-        rows = _interruptible(conn, signal, lambda: conn.execute(sql, [*params, top_k]).fetchall())
-        scanned = int(rows[0][3]) if rows else 0
-        return [(r[0], r[1] / len(terms), r[2]) for r in rows], scanned
-
-
-def _interruptible(conn: sqlite3.Connection, signal: Any, run: Callable[[], list[Any]]) -> list[Any]:
-    if signal is None:
-        return run()
-    conn.set_progress_handler(lambda: 1 if _aborted(signal) else 0, _PROGRESS_STEPS)
-    try:
-        return run()
-    except sqlite3.OperationalError as err:
-        if _aborted(signal):
-            raise ConversationAbortedError("the conversation search was aborted") from err
-        raise
-    finally:
-        conn.set_progress_handler(None, 0)
+        return best_messages(self.session, terms, top_k, signal)
 
 
 def search_conversation(
@@ -311,6 +271,16 @@ def search_conversation(
         raise MemoryValidationError(f"direction is 'backward' or 'forward', not {direction!r}")
     if detail not in ("summary", "full"):
         raise MemoryValidationError(f"detail is 'summary' or 'full', not {detail!r}")
+    with _holding(source):  # on PostgreSQL, one pooled connection for the search and its pages
+        return _search(source, terms, page_limit, direction, detail, k, signal)
+
+
+def _holding(source: Any) -> AbstractContextManager[Any]:
+    return source.session.ledger.database.read() if isinstance(source, LedgerSource) else nullcontext()
+
+
+def _search(source: Any, terms: list[str], page_limit: int, direction: str, detail: str, k: int,
+            signal: Any) -> ConversationResult:  # fmt: skip
     if isinstance(source, LedgerSource):
         best, scanned = source.candidates(terms, k, signal)
         messages: Sequence[dict[str, Any]] | _Messages = source.messages()

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -96,7 +95,7 @@ def _new_id(*parts: str) -> str:
     return hashlib.sha256("\x00".join((*parts, uuid.uuid4().hex)).encode()).hexdigest()[:12]
 
 
-def _entry(row: sqlite3.Row | tuple[Any, ...]) -> LedgerEntry:
+def _entry(row: Sequence[Any]) -> LedgerEntry:
     entry_id, type_, role, text, timestamp, ref, data, pos = row
     return LedgerEntry(id=entry_id, type=type_, role=role, text=text, timestamp=timestamp, ref=ref,
                        data=json.loads(data), position=pos)  # fmt: skip

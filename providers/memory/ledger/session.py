@@ -1,16 +1,25 @@
-"""One session's branch of the ledger: append messages, observe, reflect, open and close work scopes."""
+"""One session's branch of the ledger: append messages, observe, reflect, open and close work scopes.
+
+Every write is one transaction of the store (or a part of the one its thread is in). On SQLite the
+file has one writer at a time; on PostgreSQL a write first takes a transaction-scoped advisory lock
+on the ledger of its space, so that the branch positions and the id checks it reads stay true until
+it commits. Entry numbers (``seq``, also the message's row in the full-text index) come from the
+table's identity sequence there, from ``MAX(seq)`` on SQLite.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from afi.storage.database import Connection
+
 from ..fabric.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
 from ..fabric.memory import canonical_time, check_hex
 from ..fabric.store import iso_now
+from .index import index_messages
 from .records import (
     _ENTRY_COLUMNS,
     _INSERT_COLUMNS,
@@ -30,6 +39,8 @@ if TYPE_CHECKING:
     from .ledger import Ledger
 
 __all__ = ["LedgerSession"]
+
+_WRITE_LOCK = 0x0AF1_1ED6  # pg_advisory_xact_lock class key; the space's hash is the other key
 
 
 class LedgerSession:
@@ -57,26 +68,24 @@ class LedgerSession:
         if wanted:
             sql += f" AND type IN ({', '.join('?' * len(wanted))})"
             params += wanted
-        for row in self.ledger.connections.get().execute(sql + " ORDER BY pos", params):
+        with self.ledger.database.read() as conn:
+            rows = conn.execute(sql + " ORDER BY pos", params).fetchall()
+        for row in rows:
             yield _entry(row)
 
     def entry(self, entry_id: str) -> LedgerEntry | None:
-        row = (
-            self.ledger.connections.get()
-            .execute(
+        with self.ledger.database.read() as conn:
+            row = conn.execute(
                 f"SELECT {_ENTRY_COLUMNS} FROM ledger_entries WHERE session_key = ? AND entry_id = ?",
                 (self.key, entry_id),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         return None if row is None else _entry(row)
 
     def message_count(self) -> int:
-        row = (
-            self.ledger.connections.get()
-            .execute("SELECT COUNT(*) FROM ledger_entries WHERE session_key = ? AND mpos IS NOT NULL", (self.key,))
-            .fetchone()
-        )
+        with self.ledger.database.read() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM ledger_entries WHERE session_key = ? AND mpos IS NOT NULL", (self.key,)
+            ).fetchone()
         return int(row[0])
 
     def scopes(self) -> list[WorkScope]:
@@ -114,7 +123,8 @@ class LedgerSession:
         out: list[LedgerEntry] = []
         with self._writing() as conn:
             existing = self._existing(conn, ids)
-            pos, mpos, seq = self._next(conn)
+            pos, mpos = self._next(conn)
+            seqs = iter(self._seqs(conn, sum(1 for m in batch if m[0] not in existing)))
             rows, fts = [], []
             for entry_id, role, text, stamp in batch:
                 old = existing.get(entry_id)
@@ -123,7 +133,7 @@ class LedgerSession:
                         raise MemoryConflictError(f"entry {entry_id} is already on the branch with other content")
                     out.append(old)
                     continue
-                seq += 1
+                seq = next(seqs)
                 # system messages stay on the branch but are not pages of the conversation
                 ordinal = mpos if role != "system" else None
                 rows.append((seq, self.key, pos, ordinal, entry_id, "message", role, text, stamp, None, "{}"))
@@ -131,9 +141,10 @@ class LedgerSession:
                 out.append(LedgerEntry(id=entry_id, type="message", role=role, text=text, timestamp=stamp,
                                        position=pos))  # fmt: skip
                 pos, mpos = pos + 1, mpos + (ordinal is not None)
-            conn.executemany(f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
-                             "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
-            conn.executemany("INSERT INTO ledger_fts(rowid, sess, body) VALUES (?,?,?)", fts)
+            if rows:
+                conn.executemany(f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
+                                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
+                index_messages(self.ledger.database.dialect, conn, fts)
         return out
 
     def observe(self, *, text: str, source_entry_ids: Iterable[str] = (), id: str | None = None,
@@ -218,8 +229,10 @@ class LedgerSession:
     # -- internals -------------------------------------------------------------------------
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        with self.ledger.connections.transaction() as conn:
+    def _writing(self) -> Iterator[Connection]:
+        with self.ledger.database.transaction() as conn:
+            if self.ledger.database.dialect == "postgresql":
+                conn.execute("SELECT pg_advisory_xact_lock(?::integer, hashtext(?))", (_WRITE_LOCK, self.ledger.space))
             yield conn
 
     def _scope(self, scope_id: str) -> WorkScope:
@@ -232,11 +245,11 @@ class LedgerSession:
         if self._scope(scope_id).closed:
             raise MemoryConflictError(f"work scope {scope_id} is closed; bind reflections while it is open")
 
-    def _bind(self, conn: sqlite3.Connection, refl_id: str, scope_id: str, timestamp: Any) -> None:
+    def _bind(self, conn: Connection, refl_id: str, scope_id: str, timestamp: Any) -> None:
         self._om(conn, "om.scope.bound", refl_id, "", {"scope_id": scope_id},
                  f"om.scope.bound:{refl_id}:{scope_id}", timestamp)  # fmt: skip
 
-    def _existing(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, LedgerEntry]:
+    def _existing(self, conn: Connection, ids: list[str]) -> dict[str, LedgerEntry]:
         found: dict[str, LedgerEntry] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -247,15 +260,26 @@ class LedgerSession:
             found.update((row[0], _entry(row)) for row in rows)
         return found
 
-    def _next(self, conn: sqlite3.Connection) -> tuple[int, int, int]:
+    def _next(self, conn: Connection) -> tuple[int, int]:
         pos, mpos = conn.execute(
             "SELECT COALESCE(MAX(pos), -1) + 1, COALESCE(MAX(mpos), -1) + 1 FROM ledger_entries WHERE session_key = ?",
             (self.key,),
         ).fetchone()
-        seq = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM ledger_entries").fetchone()[0]
-        return int(pos), int(mpos), int(seq)
+        return int(pos), int(mpos)
 
-    def _om(self, conn: sqlite3.Connection, type_: str, ref: str, text: str, data: dict[str, Any],
+    def _seqs(self, conn: Connection, count: int) -> list[int]:
+        """Given how many entries a write adds, return their ``seq`` numbers, ascending."""
+        if count <= 0:
+            return []
+        if self.ledger.database.dialect == "postgresql":
+            rows = conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('ledger_entries', 'seq')) FROM generate_series(1, ?)", (count,)
+            ).fetchall()
+            return sorted(int(r[0]) for r in rows)
+        top = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM ledger_entries").fetchone()[0])
+        return list(range(top + 1, top + 1 + count))
+
+    def _om(self, conn: Connection, type_: str, ref: str, text: str, data: dict[str, Any],
             entry_id: str | None, timestamp: Any) -> LedgerEntry:  # fmt: skip
         eid = _text(entry_id, "entry_id", cap=MAX_ID_CHARS) if entry_id is not None else f"{type_}:{ref}"
         stamp = canonical_time(timestamp, "timestamp") if timestamp is not None else iso_now()
@@ -271,10 +295,10 @@ class LedgerSession:
         ).fetchone()  # fmt: skip
         if taken is not None and type_ in ("observation", "reflection", "om.scope.open"):
             raise MemoryConflictError(f"the id {ref} is already taken by another {type_}")
-        pos, _, seq = self._next(conn)
+        pos, _ = self._next(conn)
         conn.execute(
             f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
             "VALUES (?,?,?,NULL,?,?,?,?,?,?,?)",
-            (seq + 1, self.key, pos, eid, type_, None, text, stamp, ref, json.dumps(data)),
+            (self._seqs(conn, 1)[0], self.key, pos, eid, type_, None, text, stamp, ref, json.dumps(data)),
         )
         return LedgerEntry(id=eid, type=type_, text=text, timestamp=stamp, ref=ref, data=data, position=pos)

@@ -1,7 +1,10 @@
 """Read-side queries the tree runs over the fabric's ``notes`` table (listing, stat, grep candidates).
 
 The fabric owns the table; the tree only reads it, scoped to one (tenant, resource, thread), so a
-listing of 100k notes is a paged index scan and never loads every note.
+listing of 100k notes is a paged index scan and never loads every note. SQL is written once where the
+engines agree; where they differ (a glob, a note's size in bytes, the latest version of each name, the
+trigram index grep asks) each engine's is said: a listing's glob, SQLite ``GLOB`` syntax, becomes a
+PostgreSQL regex (:func:`glob_regex`), and grep's literals ``ILIKE`` patterns (:mod:`afi.storage.pg_trigram`).
 """
 
 from __future__ import annotations
@@ -10,15 +13,17 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from afi.sqlite import Connections
+from afi.storage.database import Database, Dialect
+from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
 from ..fabric.types import Scope
 
-__all__ = ["NoteRow", "NotesView", "now_iso"]
+__all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
 
-_COLUMNS = "id, kind, name, path, seq, length(CAST(rendered AS BLOB)), created_at, updated_at, ingested_at"
+_SIZE: dict[Dialect, str] = {"sqlite": "length(CAST(rendered AS BLOB))", "postgresql": "octet_length(rendered)"}
 
 
 def _valid_now(table: str = "") -> str:
@@ -73,42 +78,74 @@ def rendered_etag(rendered: str) -> str:
 class NotesView:
     """Scoped read queries over ``notes``; ``kind`` folders list notes valid now, history lists every row."""
 
-    def __init__(self, connections: Connections, scope: Scope) -> None:
-        self._db = connections
+    def __init__(self, database: Database, scope: Scope) -> None:
+        self._db = database
+        self._pg = database.dialect == "postgresql"
+        self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
 
+    def _rows(self, sql: str, args: dict[str, Any]) -> list[Any]:
+        """Every row of a read, fetched before the connection is given back."""
+        with self._db.read() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def _glob(self, column: str, glob: str | None) -> tuple[str, str | None] | None:
+        """The condition of a listing's glob on ``column`` and its parameter ("" and None without a
+        glob); None when the glob matches no name (PostgreSQL only: SQLite's GLOB says so itself)."""
+        if glob is None:
+            return "", None
+        if not self._pg:
+            return f" AND {column} GLOB :glob", glob
+        regex = glob_regex(glob)
+        return None if regex is None else (f" AND {column} ~ :glob", regex)
+
     def list_current(self, kind: str, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
         """Notes of ``kind`` valid now, ordered by file name ``<name>.md``, after a cursor name."""
+        matching = self._glob("name || '.md'", glob)
+        if matching is None:
+            return []
         # Written out per case (no ``:after IS NULL OR …``) so SQLite reads the file-name index from the cursor on.
         sql = (
-            f"SELECT {_COLUMNS} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW} "
+            f"SELECT {self._columns} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW} "
             "AND name IS NOT NULL"
             + (" AND name || '.md' > :after" if after is not None else "")
-            + (" AND name || '.md' GLOB :glob" if glob is not None else "")
+            + matching[0]
             + " ORDER BY name || '.md' LIMIT :limit"
         )
-        args = {**self._scope, "kind": kind, "now": now_iso(), "after": after, "glob": glob, "limit": limit}
-        return [_row(r) for r in self._db.get().execute(sql, args)]
+        args = {**self._scope, "kind": kind, "now": now_iso(), "after": after, "glob": matching[1], "limit": limit}
+        return [_row(r) for r in self._rows(sql, args)]
 
     def list_history(self, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
         """Every stored version (superseded and expired included; held and forgotten left out), by id."""
+        if not self._pg:
+            sql = (
+                f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active' "
+                "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
+                "ORDER BY id || '.md' LIMIT :limit"
+            )
+            args = {**self._scope, "after": after, "glob": glob, "limit": limit}
+            return [_row(r) for r in self._rows(sql, args)]
+        matching = self._glob("id || '.md'", glob)
+        if matching is None:
+            return []
         sql = (
-            f"SELECT {_COLUMNS} FROM notes WHERE {self._where} AND status = 'active' "
-            "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
-            "ORDER BY id || '.md' LIMIT :limit"
+            f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'"
+            + (" AND id || '.md' > :after" if after is not None else "")
+            + matching[0]
+            + " ORDER BY id || '.md' LIMIT :limit"
         )
-        args = {**self._scope, "after": after, "glob": glob, "limit": limit}
-        return [_row(r) for r in self._db.get().execute(sql, args)]
+        args = {**self._scope, "after": after, "glob": matching[1], "limit": limit}
+        return [_row(r) for r in self._rows(sql, args)]
 
     def current(self, kind: str, name: str) -> tuple[NoteRow, str] | None:
         """The note of ``kind`` named ``name`` valid now, with its rendering."""
         sql = (
-            f"SELECT {_COLUMNS}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
+            f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
             f"AND {_VALID_NOW} ORDER BY seq DESC LIMIT 1"
         )
-        found = self._db.get().execute(sql, {**self._scope, "kind": kind, "name": name, "now": now_iso()}).fetchone()
-        return None if found is None else (_row(found[:-1]), str(found[-1]))
+        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": now_iso()})
+        return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
     def current_ids(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """Given (kind, name) pairs, return the id of the version of each valid now (absent when none is)."""
@@ -116,67 +153,144 @@ class NotesView:
             return {}
         pairs = list(dict.fromkeys(names))
         values = ", ".join(f"(:k{i}, :n{i})" for i in range(len(pairs)))
-        # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
-        # from the row holding the maximum: the latest valid version.
-        sql = (
-            f"WITH wanted(kind, name) AS (VALUES {values}) "
-            "SELECT n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n "
-            "ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h AND n.kind = w.kind AND n.name = w.name "
-            f"WHERE n.status = 'active' AND {_valid_now('n.')} GROUP BY n.kind, n.name"
+        wanted = f"WITH wanted(kind, name) AS (VALUES {values}) SELECT "
+        joined = (
+            " JOIN notes n ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h "
+            f"AND n.kind = w.kind AND n.name = w.name WHERE n.status = 'active' AND {_valid_now('n.')}"
         )
-        args: dict[str, str] = {**self._scope, "now": now_iso()}
+        if self._pg:  # the latest valid version of each name: its first row by seq, newest first
+            sql = f"{wanted}DISTINCT ON (n.kind, n.name) n.kind, n.name, n.id, n.seq FROM wanted w{joined}"
+            sql += " ORDER BY n.kind, n.name, n.seq DESC"
+        else:
+            # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
+            # from the row holding the maximum: the latest valid version.
+            sql = f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS{joined} GROUP BY n.kind, n.name"
+        args: dict[str, Any] = {**self._scope, "now": now_iso()}
         for i, (kind, name) in enumerate(pairs):
             args[f"k{i}"], args[f"n{i}"] = kind, name
-        return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._db.get().execute(sql, args)}
+        return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
 
     def version(self, note_id: str) -> tuple[NoteRow, str] | None:
         """One stored version by id (for /history), with its rendering."""
-        sql = f"SELECT {_COLUMNS}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
-        found = self._db.get().execute(sql, {**self._scope, "id": note_id}).fetchone()
-        return None if found is None else (_row(found[:-1]), str(found[-1]))
+        sql = f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
+        found = self._rows(sql, {**self._scope, "id": note_id})
+        return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
     def count_current(self, kind: str) -> int:
         sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
-        return int(self._db.get().execute(sql, {**self._scope, "kind": kind, "now": now_iso()}).fetchone()[0])
+        return int(self._rows(sql, {**self._scope, "kind": kind, "now": now_iso()})[0][0])
 
     def grep_candidates(self, literals: list[str]) -> Iterator[tuple[int, str, str, str | None, bool]]:
         """Yield (rowid, id, kind, name, valid_now) of active notes whose rendering may match.
 
-        With literals (each of three characters or more) the trigram index drives the query (a CROSS
-        JOIN keeps SQLite from walking the notes and probing the index once per row); with none,
-        every active note of the scope is a candidate. Texts are loaded separately, page by page.
+        With literals (each of three characters or more) the trigram index drives the query, and the
+        rows are those that may hold every literal in any case. In SQLite that is the FTS5 table (a
+        CROSS JOIN keeps SQLite from walking the notes and probing the index once per row); in
+        PostgreSQL one ``ILIKE`` per literal, which the ``gin_trgm_ops`` index serves. With none, every
+        active note of the scope is a candidate. Texts are loaded separately, page by page.
         """
-        now = now_iso()
         valid = _valid_now()
         where = f"{self._where} AND status = 'active'"
-        if literals:
-            expr = trigram_query(literals)
+        args: dict[str, Any] = {**self._scope, "now": now_iso()}
+        if literals and self._pg:
+            likes = "".join(f" AND {ilike('rendered', f':l{i}')}" for i in range(len(literals)))
+            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}"
+            args.update({f"l{i}": like_pattern(literal) for i, literal in enumerate(literals)})
+        elif literals:
             sql = (
                 f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
                 "CROSS JOIN notes n ON n.rowid = t.rowid "
                 f"WHERE notes_trigram MATCH :expr AND {where}"
             )
-            args = {**self._scope, "expr": expr, "now": now}
+            args["expr"] = trigram_query(literals)
         else:
             sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}"
-            args = {**self._scope, "now": now}
-        for rowid, id_, kind, name, is_valid in self._db.get().execute(sql, args):
-            yield int(rowid), str(id_), str(kind), name, bool(is_valid)
+        for rowid, id_, kind, name, is_valid in self._rows(sql, args):
+            yield int(rowid), str(id_), str(kind), None if name is None else str(name), bool(is_valid)
 
     def rendered_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The renderings of the given rows (rows deleted since are simply absent)."""
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
+        # SQLite: + looks the rows up by rowid, not by the scope's index (PostgreSQL has no unary + on text).
+        plus = "" if self._pg else "+"
         sql = (
             f"SELECT rowid, rendered FROM notes WHERE rowid IN ({marks}) "
-            "AND +tenant_id = ? AND +resource_id = ? AND +thread_id = ?"  # +: look up by rowid, not the scope's index
+            f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
         )
         scope = (self._scope["t"], self._scope["r"], self._scope["h"])
-        rows = self._db.get().execute(sql, [*rowids, *scope])
+        with self._db.read() as conn:
+            rows = conn.execute(sql, [*rowids, *scope]).fetchall()
         return {int(rowid): str(rendered) for rowid, rendered in rows}
 
     def change_token(self) -> int:
         """The scope's latest change seq: grows with every note write, so cached candidates can be checked."""
         sql = f"SELECT MAX(seq) FROM note_changes WHERE {self._where}"
-        return int(self._db.get().execute(sql, self._scope).fetchone()[0] or 0)
+        return int(self._rows(sql, self._scope)[0][0] or 0)
+
+
+def glob_regex(glob: str) -> str | None:
+    """Given a listing's glob in SQLite ``GLOB`` syntax, return the PostgreSQL regex (``~``) that matches
+    the same names, or None when the glob matches none (an unclosed ``[``).
+
+    ``*`` is any run of characters, ``?`` one character, ``[…]`` one character of a class (``^`` first
+    negates it, ``]`` first is a member, ``a-z`` a range); anything else stands for itself, with no
+    escape character. The regex is anchored at both ends and spells every character but an ASCII letter
+    or digit as a ``\\U`` escape, so no name can be read as regex syntax.
+    """
+    out = ["^"]
+    i, n = 0, len(glob)
+    while i < n:
+        ch = glob[i]
+        i += 1
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            found = _glob_class(glob, i)
+            if found is None:
+                return None
+            text, i = found
+            out.append(text)
+        else:
+            out.append(_literal(ch))
+    out.append("$")
+    return "".join(out)
+
+
+def _glob_class(glob: str, i: int) -> tuple[str, int] | None:
+    """The class that opens before ``i`` as a regex bracket expression, and where the glob goes on;
+    None when it is never closed. Read as SQLite reads it: a ``-`` between two characters makes a
+    range (empty when reversed: its first character stays a member), and ends the run it closes."""
+    n = len(glob)
+    negate = i < n and glob[i] == "^"
+    i += 1 if negate else 0
+    spans: list[tuple[str, str]] = []
+    if i < n and glob[i] == "]":
+        spans.append(("]", "]"))
+        i += 1
+    prior: str | None = None
+    while i < n and glob[i] != "]":
+        ch = glob[i]
+        i += 1
+        if ch == "-" and prior is not None and i < n and glob[i] != "]":
+            spans.append((prior, glob[i]))
+            prior = None
+            i += 1
+        else:
+            spans.append((ch, ch))
+            prior = ch
+    if i >= n:
+        return None
+    items = "".join(_code(low) + ("" if low == high else "-" + _code(high)) for low, high in spans if low <= high)
+    return ("[^" if negate else "[") + items + "]", i + 1
+
+
+def _literal(ch: str) -> str:
+    return ch if ch.isascii() and ch.isalnum() else _code(ch)
+
+
+def _code(ch: str) -> str:
+    return f"\\U{ord(ch):08X}"

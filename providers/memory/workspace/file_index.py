@@ -1,9 +1,11 @@
-"""A space's file index: the text of its workspace files in SQLite, with an FTS5 trigram index beside it.
+"""A space's file index: the text of its workspace files in the store, with a trigram index on it.
 
 Text files up to ``INDEX_MAX_BYTES`` are indexed, so exact and regex search over ``/files`` are index
-lookups; every regular file's size is kept too, which is what the space's quota counts. Writes made
-through the provider are indexed at once; edits made on disk behind its back are picked up by
-:meth:`FileIndex.refresh`, which a search runs at most every ``REFRESH_SECONDS``.
+lookups: an FTS5 trigram table beside ``workspace_files`` in a SQLite store, a ``gin_trgm_ops`` index
+on its ``text`` in a PostgreSQL one (:mod:`afi.storage.pg_trigram`). Every regular file's size is
+kept too, which is what the space's quota counts. Writes made through the provider are indexed at
+once; edits made on disk behind its back are picked up by :meth:`FileIndex.refresh`, which a search
+runs at most every ``REFRESH_SECONDS``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from afi.sqlite import Connections
+from afi.storage.database import Database
+from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
 from ..fabric.errors import MemoryValidationError
@@ -48,10 +51,10 @@ def _indexed_name(rel: str) -> bool:
 class FileIndex:
     """The indexed files of one space (``rel`` paths, relative to the space's folder)."""
 
-    def __init__(self, space: str, jail: FileJail, connections: Connections) -> None:
+    def __init__(self, space: str, jail: FileJail, database: Database) -> None:
         self.space = space
         self.jail = jail
-        self._db = connections
+        self._db = database
         self._refreshed_at = 0.0
         self._refresh_lock = threading.Lock()
 
@@ -120,13 +123,11 @@ class FileIndex:
         with self._refresh_lock:
             if not force and time.monotonic() - self._refreshed_at < REFRESH_SECONDS:
                 return
-            conn = self._db.get()
-            known = {
-                path: (size, mtime_ns)
-                for path, size, mtime_ns in conn.execute(
+            with self._db.read() as conn:
+                rows = conn.execute(
                     "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
-                )
-            }
+                ).fetchall()
+            known = {str(path): (int(size), int(mtime_ns)) for path, size, mtime_ns in rows}
             for rel, st in self.walk(""):
                 if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
                     self.index_path(rel)
@@ -135,17 +136,21 @@ class FileIndex:
             self._refreshed_at = time.monotonic()
 
     def candidates(self, literal: str | None) -> list[tuple[int, str]]:
-        """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
-        conn = self._db.get()
-        if literal is not None and len(literal) >= 3:
-            quoted = trigram_query([literal])
-            rows = conn.execute(
-                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
-                "WHERE workspace_trigram MATCH ? AND f.space = ?",
-                (quoted, self.space),
-            )
+        """Return (rowid, workspace path) of indexed files that may contain ``literal`` in any case
+        (all when None or shorter than three characters)."""
+        if literal is None or len(literal) < 3:
+            sql, args = "SELECT rowid, path FROM workspace_files WHERE space = ?", [self.space]
+        elif self._db.dialect == "postgresql":
+            sql = f"SELECT rowid, path FROM workspace_files WHERE space = ? AND {ilike('text')}"
+            args = [self.space, like_pattern(literal)]
         else:
-            rows = conn.execute("SELECT rowid, path FROM workspace_files WHERE space = ?", (self.space,))
+            sql = (
+                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
+                "WHERE workspace_trigram MATCH ? AND f.space = ?"
+            )
+            args = [trigram_query([literal]), self.space]
+        with self._db.read() as conn:
+            rows = conn.execute(sql, args).fetchall()
         return [(int(rowid), str(path)) for rowid, path in rows]
 
     def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
@@ -153,24 +158,24 @@ class FileIndex:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        rows = self._db.get().execute(
-            f"SELECT rowid, text FROM workspace_files WHERE space = ? AND rowid IN ({marks})", [self.space, *rowids]
-        )
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT rowid, text FROM workspace_files WHERE space = ? AND rowid IN ({marks})",
+                [self.space, *rowids],
+            ).fetchall()
         return {int(rowid): str(text) for rowid, text in rows}
 
     def change_token(self) -> int:
-        """Grows with every change to this space's file index (kept by triggers)."""
-        row = self._db.get().execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
+        """Grows with every change to this space's file index (kept by triggers on either engine)."""
+        with self._db.read() as conn:
+            row = conn.execute("SELECT seq FROM workspace_seq WHERE space = ?", (self.space,)).fetchone()
         return int(row[0]) if row else 0
 
     def used_bytes(self, *, besides: str) -> int:
         """The bytes of this space's indexed files, the file ``besides`` left out."""
-        row = (
-            self._db.get()
-            .execute(
+        with self._db.read() as conn:
+            row = conn.execute(
                 "SELECT coalesce(sum(size), 0) FROM workspace_files WHERE space = ? AND path != ?",
                 (self.space, besides),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         return int(row[0])

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, TooLarge
-from afi.sqlite import Connections
+from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
 from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex
@@ -38,12 +38,11 @@ def is_reserved(rel: str) -> bool:
 class Workspace:
     """One space's files: jailed disk operations plus the text index (``rel`` paths, "" is the root)."""
 
-    def __init__(self, root: Path, space: str, connections: Connections, limits: WorkspaceLimits | None = None) -> None:
+    def __init__(self, root: Path, space: str, database: Database, limits: WorkspaceLimits | None = None) -> None:
         self.space = space
         self.jail = FileJail(root, space=space)
         self.limits = limits or WorkspaceLimits()
-        self._db = connections
-        self.index = FileIndex(space, self.jail, connections)
+        self.index = FileIndex(space, self.jail, database)
 
     # -- reads -----------------------------------------------------------------------------
 

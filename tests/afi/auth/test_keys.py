@@ -1,3 +1,5 @@
+"""API keys on both engines: create, verify, list, revoke, authenticate; only a hash is kept."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -5,14 +7,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from afi.auth.keys import LOCAL_OWNER, TOKEN_PREFIX, KeyStore
+from afi.cli import _register_all, app
 from afi.errors import InvalidPath, Unauthorized
+from afi.storage.database import is_postgres_url, open_database
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> KeyStore:
-    return KeyStore(tmp_path / "afi.db")
+def store(store_url: str) -> KeyStore:
+    return KeyStore(store_url)
 
 
 def test_a_created_key_verifies_to_its_space_and_scopes(store: KeyStore) -> None:
@@ -35,10 +40,14 @@ def test_the_default_key_reads_only(store: KeyStore) -> None:
     assert caller.has("afi:read") and not caller.has("afi:write")
 
 
-def test_only_a_hash_is_stored(store: KeyStore, tmp_path: Path) -> None:
+def test_only_a_hash_is_stored(store: KeyStore, store_url: str, tmp_path: Path) -> None:
     _, token = store.create(scopes=("afi:admin",))
     store.close()
-    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("afi.db"))
+    if is_postgres_url(store_url):
+        with open_database(store_url).read() as conn:
+            raw = repr(conn.execute("SELECT * FROM afi_keys").fetchall()).encode()
+    else:
+        raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("afi.db"))
     assert token.encode() not in raw
     assert token[len(TOKEN_PREFIX) :].encode() not in raw
 
@@ -110,15 +119,21 @@ def test_revoking_the_last_key_does_not_reopen_the_door(store: KeyStore) -> None
         store.authenticate(None)
 
 
-def test_wal_mode_and_a_second_store_on_the_same_file(store: KeyStore, tmp_path: Path) -> None:
+def test_a_second_store_on_the_same_store_sees_the_key(store: KeyStore, store_url: str) -> None:
     _, token = store.create()
-    other = KeyStore(tmp_path / "afi.db")
+    other = KeyStore(store_url)
     assert other.verify(token) is not None
+    assert other.list() == store.list()
+
+
+def test_wal_mode_on_a_sqlite_file(tmp_path: Path) -> None:
+    KeyStore(tmp_path / "afi.db").create()
     mode = sqlite3.connect(tmp_path / "afi.db").execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 
 
 def test_threads_create_and_verify_at_once(store: KeyStore) -> None:
+    """4 threads create and verify 10 keys each at once (40 keys): every one verifies, all are counted."""
     results: list[bool] = []
     lock = threading.Lock()
 
@@ -137,3 +152,21 @@ def test_threads_create_and_verify_at_once(store: KeyStore) -> None:
         t.join()
     assert results == [True] * 40
     assert store.count() == 40
+
+
+def test_afi_token_create_list_revoke(store_url: str) -> None:
+    _register_all()
+    runner = CliRunner()
+    created = runner.invoke(
+        app, ["token", "create", "--scope", "afi:write", "--space", "team-a", "--name", "ci", "--db", store_url]
+    )
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip()
+    caller = KeyStore(store_url).verify(token)
+    assert caller is not None and (caller.space, caller.scopes) == ("team-a", frozenset({"afi:write"}))
+    listed = runner.invoke(app, ["token", "list", "--db", store_url])
+    assert listed.exit_code == 0 and caller.principal in listed.stdout and token not in listed.stdout
+    assert runner.invoke(app, ["token", "revoke", caller.principal, "--db", store_url]).exit_code == 0
+    again = runner.invoke(app, ["token", "revoke", caller.principal, "--db", store_url])
+    assert again.exit_code == 2 and "no active key" in again.stderr
+    assert KeyStore(store_url).verify(token) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -78,8 +79,8 @@ def test_a_bad_authorized_keys_line_fails_loudly_naming_the_line(tmp_path: Path)
         AuthorizedKeys(tmp_path / "missing")
 
 
-def test_the_store_adds_verifies_and_revokes(tmp_path: Path) -> None:
-    db = tmp_path / "afi.db"
+def test_the_store_adds_verifies_and_revokes(tmp_path: Path, store_url: str) -> None:
+    db = store_url
     own, attached = keygen(tmp_path, "own").with_suffix(".pub"), keygen(tmp_path, "att").with_suffix(".pub")
     store, api = SshKeyStore(db), KeyStore(db)
     record = store.add(own.read_text(), space="s1", scopes=("afi:write",))
@@ -100,23 +101,61 @@ def test_the_store_adds_verifies_and_revokes(tmp_path: Path) -> None:
     assert store.revoke(record.id) and not store.revoke(record.id)
     assert store.verify(_blob(own)) is None
     assert [r.active for r in store.list()] == [False, True]
+    assert store.count() == 2
 
 
-def test_afi_token_ssh_add_list_revoke(tmp_path: Path) -> None:
+def test_threads_adding_one_key_at_once_add_it_once(tmp_path: Path, store_url: str) -> None:
+    """6 threads add the same 3 keys at once (one start line per key, 18 adds): each key is added by
+    exactly one thread; the other 5 are told it was already added, as the one that won."""
+    keys = [keygen(tmp_path, f"k{n}").with_suffix(".pub").read_text() for n in range(3)]
+    store = SshKeyStore(store_url)
+    start = threading.Barrier(6)
+    added: list[str] = []
+    refused: list[str] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def add_each() -> None:
+        for line in keys:
+            start.wait()
+            try:
+                record = store.add(line, scopes=("afi:write",))
+            except InvalidPath as err:
+                with lock:
+                    refused.append(err.message)
+            except BaseException as err:
+                with lock:
+                    failures.append(err)
+            else:
+                with lock:
+                    added.append(record.id)
+
+    threads = [threading.Thread(target=add_each) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(added) == 3 and len(refused) == 15
+    assert sorted(r.id for r in store.list()) == sorted(added)
+    assert all("already added as ssh_" in message for message in refused)
+
+
+def test_afi_token_ssh_add_list_revoke(tmp_path: Path, store_url: str) -> None:
     _register_all()
-    db = tmp_path / "afi.db"
+    db = store_url
     public = keygen(tmp_path, "cli").with_suffix(".pub")
     runner = CliRunner()
-    added = runner.invoke(app, ["token", "ssh", "add", str(public), "--scope", "afi:write", "--db", str(db)])
+    added = runner.invoke(app, ["token", "ssh", "add", str(public), "--scope", "afi:write", "--db", db])
     assert added.exit_code == 0, added.output
     key_id, shown = added.stdout.split()[:2]
     assert key_id.startswith("ssh_") and shown == fingerprint(_blob(public))
-    listed = runner.invoke(app, ["token", "ssh", "list", "--db", str(db)])
+    listed = runner.invoke(app, ["token", "ssh", "list", "--db", db])
     assert key_id in listed.stdout
-    again = runner.invoke(app, ["token", "ssh", "add", str(public), "--db", str(db)])
+    again = runner.invoke(app, ["token", "ssh", "add", str(public), "--db", db])
     assert again.exit_code == 2 and "already added" in again.stderr
-    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", str(db)]).exit_code == 0
-    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", str(db)]).exit_code == 2
+    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", db]).exit_code == 0
+    assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", db]).exit_code == 2
 
 
 def test_a_server_with_an_authorized_keys_file_maps_each_key(tmp_path: Path) -> None:

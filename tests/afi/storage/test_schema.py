@@ -18,9 +18,9 @@ from afi.auth.keys import LOCAL_OWNER, KeyStore
 from afi.errors import Unsupported
 from afi.providers.memory import Scope, Store
 from afi.providers.memory.provider import MemoryProvider
-from afi.sqlite import Connections
 from afi.storage import LATEST, STEPS, Step, applied_steps, ensure_schema, file_version, migrate, schema_status
 from afi.storage import ensure as ensure_module
+from afi.storage.database import open_database
 from afi.storage.migrations import run_steps
 from tests.support.cli import afi
 
@@ -268,7 +268,7 @@ def test_old_store_is_adopted_without_data_loss(tmp_path: Path) -> None:
     assert store.migrations == list(range(1, LATEST + 1))
     store.close()
     assert [k.id for k in KeyStore(path).list()] == ["key_1"]
-    assert AuditLog(Connections(path)).recent()[0]["path"] == "/files/a.txt"
+    assert AuditLog(open_database(path)).recent()[0]["path"] == "/files/a.txt"
 
 
 def test_partial_old_store_gets_the_missing_tables(tmp_path: Path) -> None:

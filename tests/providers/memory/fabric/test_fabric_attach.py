@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,8 +32,8 @@ class Observational:
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    mem = create_memory(tmp_path / "m.db", tenant_id="a", resource_id="b", thread_id="c")
+def memory(store_url: str) -> Iterator[Memory]:
+    mem = create_memory(store_url, tenant_id="a", resource_id="b", thread_id="c")
     yield mem
     mem.close()
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,8 @@ NEW = "The deploy dashboard for checkout lives at grafana board eight"
 
 
 @pytest.fixture
-def fabric(tmp_path: Path) -> Iterator[MemoryFabric]:
-    memory = create_memory(tmp_path / "m.db", tenant_id="acme", resource_id="user-1", thread_id="t1")
+def fabric(store_url: str) -> Iterator[MemoryFabric]:
+    memory = create_memory(store_url, tenant_id="acme", resource_id="user-1", thread_id="t1")
     yield create_memory_fabric(memory)
     memory.close()
 

@@ -11,8 +11,8 @@ from afi.providers.memory import MemoryFabric, MemoryValidationError, create_mem
 
 
 @pytest.fixture
-def fabric(tmp_path: Path) -> Iterator[MemoryFabric]:
-    memory = create_memory(tmp_path / "m.db", tenant_id="acme", resource_id="user-1", thread_id="t1")
+def fabric(store_url: str) -> Iterator[MemoryFabric]:
+    memory = create_memory(store_url, tenant_id="acme", resource_id="user-1", thread_id="t1")
     yield create_memory_fabric(memory)
     memory.close()
 
@@ -77,9 +77,9 @@ def test_scoring_blend_matches_the_formula(fabric: MemoryFabric) -> None:
 
 def test_recency_decays_by_half_life(fabric: MemoryFabric) -> None:
     note = fabric.remember(kind="fact", content="old meeting notes about budgets")
-    conn = fabric.memory.store.conn()
     day_ago = (datetime.now(UTC) - timedelta(days=1)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    conn.execute("UPDATE notes SET created_at = ? WHERE id = ?", (day_ago, note.id))
+    with fabric.memory.store.write() as conn:
+        conn.execute("UPDATE notes SET created_at = ? WHERE id = ?", (day_ago, note.id))
     result = fabric.recall("meeting budgets", scoring={"recency_weight": 0.5, "half_life_ms": 86_400_000})
     assert result.hits[0].recency == pytest.approx(0.5, abs=0.01)
 
@@ -142,7 +142,8 @@ def test_redactor_applies_before_storing_and_on_hits(tmp_path: Path) -> None:
     fabric = create_memory_fabric(memory)
     note = fabric.remember(kind="fact", content="the wifi password is hunter2", context="hunter2 context")
     assert note.content == "the wifi password is [secret]" and note.context == "[secret] context"
-    row = memory.store.conn().execute("SELECT content, rendered FROM notes").fetchone()
+    with memory.store.read() as conn:
+        row = conn.execute("SELECT content, rendered FROM notes").fetchone()
     assert "hunter2" not in row[0] and "hunter2" not in row[1]
     hits = fabric.recall("wifi password").hits
     assert hits and "hunter2" not in hits[0].content
@@ -188,7 +189,8 @@ def test_forget_by_id_delete_and_hold(fabric: MemoryFabric) -> None:
     assert (result.deleted, result.held) == (0, True)
     assert fabric.get(held.id) is None
     assert fabric.recall("litigation fact").hits == []
-    row = fabric.memory.store.conn().execute("SELECT status FROM notes WHERE id = ?", (held.id,)).fetchone()
+    with fabric.memory.store.read() as conn:
+        row = conn.execute("SELECT status FROM notes WHERE id = ?", (held.id,)).fetchone()
     assert row == ("legal_hold",)
     assert fabric.forget(id="abcdefabcdef").deleted == 0
     with pytest.raises(MemoryValidationError):

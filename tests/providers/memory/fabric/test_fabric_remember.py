@@ -19,8 +19,8 @@ from afi.providers.memory import (
 
 
 @pytest.fixture
-def fabric(tmp_path: Path) -> Iterator[MemoryFabric]:
-    memory = create_memory(tmp_path / "m.db", tenant_id="acme", resource_id="user-1", thread_id="t1")
+def fabric(store_url: str) -> Iterator[MemoryFabric]:
+    memory = create_memory(store_url, tenant_id="acme", resource_id="user-1", thread_id="t1")
     yield create_memory_fabric(memory)
     memory.close()
 

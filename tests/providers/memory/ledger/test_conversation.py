@@ -1,4 +1,5 @@
-"""search_conversation and the branch page, over a real ledger and over a plain entries() source."""
+"""search_conversation and the branch page, over a real ledger (on each engine: a SQLite file, then a
+PostgreSQL database) and over a plain entries() source."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ TEXTS = [
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> LedgerSession:
-    s = create_ledger(db=tmp_path / "c.db").session("s1")
+def session(store_url: str) -> LedgerSession:
+    s = create_ledger(db=store_url).session("s1")
     s.append_many(
         {"role": r, "text": t, "entry_id": f"m{i}", "timestamp": f"2026-01-01T00:0{i}:00Z"}
         for i, (r, t) in enumerate(TEXTS)
@@ -120,6 +121,8 @@ class _CountingSignal:
 
 
 def test_abort_signal_stops_the_scan(session: LedgerSession) -> None:
+    """Over the index a set signal refuses the search, or stops it while the hits' pages are built; a
+    plain scan of 5000 messages looks at the signal every 1000 and stops at the third look."""
     done = threading.Event()
     done.set()
     with pytest.raises(ConversationAbortedError):
@@ -134,19 +137,20 @@ def test_abort_signal_stops_the_scan(session: LedgerSession) -> None:
     assert search_conversation(LedgerSource(session), "canary", signal=threading.Event()).hits
 
 
-def test_fabric_search_conversation_through_the_ledger(tmp_path: Path) -> None:
-    ledger = create_ledger(db=tmp_path / "n.db")
+def test_fabric_search_conversation_through_the_ledger(store_url: str) -> None:
+    ledger = create_ledger(db=store_url)
     s = ledger.session("s1")
     s.append(role="user", text="We roll out with a canary", entry_id="m1")
-    memory = create_memory(tmp_path / "n.db", tenant_id="a", resource_id="default", thread_id="t")
+    memory = create_memory(store_url, tenant_id="a", resource_id="default", thread_id="t")
     fabric = create_memory_fabric(memory, observational=ledger.attach(s))
     result = fabric.search_conversation("canary", limit=1)
     assert [h.entry_id for h in result.hits] == ["m1"] and result.hits[0].page.limit == 1
     memory.close()
 
 
-def test_full_coverage_shortcut_scores_fewer_and_agrees(tmp_path: Path) -> None:
-    s = create_ledger(db=tmp_path / "k.db").session("s1")
+def test_full_coverage_shortcut_scores_fewer_and_agrees(store_url: str) -> None:
+    """30 messages, every one holding "canary" and every third "rollout" too (10 of them)."""
+    s = create_ledger(db=store_url).session("s1")
     s.append_many(
         {"role": "user", "text": "canary rollout" if i % 3 == 0 else "canary only", "entry_id": f"k{i:02d}",
          "timestamp": f"2026-01-01T00:00:{i:02d}Z"} for i in range(30)

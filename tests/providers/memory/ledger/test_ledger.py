@@ -1,9 +1,7 @@
-"""The observational ledger on a real SQLite file: appends, observations, reflections, work scopes."""
+"""The observational ledger on each engine (a real SQLite file, then a real PostgreSQL database):
+appends, observations, reflections, work scopes."""
 
 from __future__ import annotations
-
-import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +17,8 @@ from afi.providers.memory.ledger.ledger import Ledger, LedgerSession
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return create_ledger(db=tmp_path / "notes.db")
+def ledger(store_url: str) -> Ledger:
+    return create_ledger(db=store_url)
 
 
 @pytest.fixture
@@ -31,8 +29,8 @@ def session(ledger: Ledger) -> LedgerSession:
     return s
 
 
-def _rows(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
+def _rows(ledger: Ledger) -> int:
+    with ledger.database.read() as conn:
         return int(conn.execute("SELECT COUNT(*) FROM ledger_entries").fetchone()[0])
 
 
@@ -54,7 +52,7 @@ def test_append_is_idempotent_by_entry_id_and_never_reorders(ledger: Ledger, ses
 
 
 def test_append_many_is_all_or_nothing(ledger: Ledger, session: LedgerSession) -> None:
-    before = _rows(ledger.db)
+    before = _rows(ledger)
     good = {"role": "user", "text": "fine", "entry_id": "m9"}
     with pytest.raises(MemoryValidationError, match="role"):
         session.append_many([good, {"role": "robot", "text": "x", "entry_id": "m10"}])
@@ -62,7 +60,7 @@ def test_append_many_is_all_or_nothing(ledger: Ledger, session: LedgerSession) -
         session.append_many([good, {"role": "user", "text": "changed", "entry_id": "m1"}])
     with pytest.raises(MemoryValidationError, match="twice"):
         session.append_many([good, good])
-    assert _rows(ledger.db) == before
+    assert _rows(ledger) == before
     out = session.append_many([good, {"role": "assistant", "text": "done", "entry_id": "m10"}])
     assert [e.position for e in out] == [2, 3]
 
@@ -77,10 +75,10 @@ def test_append_many_is_all_or_nothing(ledger: Ledger, session: LedgerSession) -
     ],
 )
 def test_bad_messages_are_refused(ledger: Ledger, session: LedgerSession, fields: dict[str, str], message: str) -> None:
-    before = _rows(ledger.db)
+    before = _rows(ledger)
     with pytest.raises(MemoryValidationError, match=message):
         session.append(**fields)
-    assert _rows(ledger.db) == before
+    assert _rows(ledger) == before
 
 
 def test_observe_cites_messages_and_reflect_folds_keeping_ids(ledger: Ledger, session: LedgerSession) -> None:
@@ -125,16 +123,15 @@ def test_scopes_open_bind_and_close(session: LedgerSession) -> None:
         session.close_scope("aaaaaaaaaaaa")
 
 
-def test_attach_satisfies_the_fabric_and_promotes_only_closed_scopes(tmp_path: Path) -> None:
-    db = tmp_path / "notes.db"
-    ledger = create_ledger(db=db)
+def test_attach_satisfies_the_fabric_and_promotes_only_closed_scopes(store_url: str) -> None:
+    ledger = create_ledger(db=store_url)
     s = ledger.session("s1")
     s.append(role="user", text="We roll out with a canary", entry_id="m1")
     obs = s.observe(text="Team deploys via canary", source_entry_ids=["m1"])
     scope = s.open_scope("deploy-incident")
     refl = s.reflect(text="Always deploy via canary first", observation_ids=[obs.id], scope_id=scope.id)
     unbound = s.reflect(text="Canary is slow", observation_ids=[obs.id])
-    memory = create_memory(db, tenant_id="a", resource_id="default", thread_id="t")
+    memory = create_memory(store_url, tenant_id="a", resource_id="default", thread_id="t")
     fabric = create_memory_fabric(memory, observational=ledger.attach(s))
     with pytest.raises(MemoryValidationError, match="closed work scope"):
         fabric.remember(kind="procedure", reflection_id=refl.id)  # open scope only

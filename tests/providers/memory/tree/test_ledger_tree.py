@@ -1,4 +1,5 @@
-"""The ledger in the tree: /sessions and /episodes (read-only), grep over them, x-conversation, writes."""
+"""The ledger in the tree: /sessions and /episodes (read-only), grep over them, x-conversation, writes;
+on each store engine."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ READER = Caller(principal="r", space="default", scopes=frozenset({"afi:read"}))
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
-    p = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
+    p = MemoryProvider(store_url, tmp_path / "files")
     p.ledger_write(OWNER, "append", "s1", {"messages": [
         {"role": "user", "text": "We roll out with a canary", "entry_id": "m1", "timestamp": "2026-01-01T00:00:00Z"},
         {"role": "assistant", "text": "Canary first, then\nthe fleet", "entry_id": "m2",

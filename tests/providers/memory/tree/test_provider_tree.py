@@ -1,4 +1,4 @@
-"""The memory provider's tree: every verb on every area, successes and refusals, on real SQLite and disk."""
+"""The memory provider's tree: every verb on every area, successes and refusals, on real disk and each store engine."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ OTHER = Caller(principal="other", space="other")
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
+    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 def names(entries: list[Entry]) -> list[str]:

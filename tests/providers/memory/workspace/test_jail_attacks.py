@@ -1,5 +1,6 @@
 """The workspace jail against a hostile host: symlinked space folders, hard links to outside files,
-writes at huge offsets, limits, and the temporary files a crash leaves behind."""
+writes at huge offsets, limits, and the temporary files a crash leaves behind (with the store on each
+engine where a test keeps one of its own)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ SECRET = b"outside secret: the root password is hunter2\n"
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
+    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 @pytest.fixture
@@ -119,9 +120,9 @@ def test_a_write_at_a_huge_offset_is_sparse_or_refused(provider: MemoryProvider,
     assert not (provider.root / "default" / "far.bin").exists()
 
 
-def test_limits_name_themselves_and_leave_nothing_behind(tmp_path: Path) -> None:
+def test_limits_name_themselves_and_leave_nothing_behind(tmp_path: Path, store_url: str) -> None:
     limits = WorkspaceLimits(max_file_bytes=1000, space_quota_bytes=2500)
-    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files", workspace_limits=limits)
+    provider = MemoryProvider(store_url, tmp_path / "files", workspace_limits=limits)
     err = _refused(provider.write, OWNER, "/files/new/big.bin", b"x" * 1001)
     assert isinstance(err, TooLarge) and "1000 bytes" in err.message
     assert not (provider.root / "default" / "new").exists()
@@ -149,8 +150,8 @@ def test_parse_size_reads_what_people_write() -> None:
             parse_size(bad, 0)
 
 
-def test_temporary_files_are_hidden_and_swept_at_start(tmp_path: Path) -> None:
-    db, root = tmp_path / "afi.db", tmp_path / "files"
+def test_temporary_files_are_hidden_and_swept_at_start(tmp_path: Path, store_url: str) -> None:
+    db, root = store_url, tmp_path / "files"
     first = MemoryProvider(db, root)
     first.write(OWNER, "/files/docs/kept.txt", b"kept")
     orphans = [root / "default" / f"{TEMP_PREFIX}crashed", root / "default" / "docs" / f"{TEMP_PREFIX}0123"]
