@@ -57,15 +57,18 @@ def memory_provider(tmp_path: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL with pgvector and pg_trgm, started once for the tests that ask for it."""
-    with postgres_server() as url:
+    """A real PostgreSQL with pgvector and pg_trgm, started once for the tests that ask for it (its own
+    fsyncs off: the cluster is thrown away afterwards)."""
+    with postgres_server(durable=False) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
-def postgres_databases(postgres_url: str) -> Databases:
+def postgres_databases(postgres_url: str) -> Iterator[Databases]:
     """Fresh store databases on the tests' PostgreSQL, each copied from a migrated template."""
-    return Databases(postgres_url)
+    databases = Databases(postgres_url)
+    yield databases
+    databases.close()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from afi.errors import Conflict, InvalidPath
+from afi.providers.memory.fabric.pg_vectors import ensure_hnsw
 from afi.providers.memory.ledger.index import index_messages
 from afi.storage.database import Connection, Database, is_postgres_url, open_database, store_label
 
@@ -182,6 +183,22 @@ def _check_empty(dst: Database, done: dict[str, tuple[list[Any], int]]) -> None:
 
 
 def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    if dialect == "postgresql" and not spec.replace and spec.name != "meta":
+        # an empty destination (checked) and keys past the last batch: no row can conflict, so COPY
+        raw = conn.raw  # type: ignore[attr-defined]  # the PostgreSQL engine's psycopg connection
+        with raw.cursor() as cursor, cursor.copy(f"COPY {spec.name} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row([_to_engine(v, dialect) for v in row])
+    else:
+        _upsert(conn, dialect, spec, columns, rows)
+    if spec.name == "ledger_entries":
+        at = {c: i for i, c in enumerate(columns)}
+        messages = [(row[at["seq"]], f"s{row[at['session_key']]}", row[at["text"]]) for row in rows
+                    if row[at["type"]] == "message"]  # fmt: skip
+        index_messages("postgresql" if dialect == "postgresql" else "sqlite", conn, messages)
+
+
+def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
     marks = ", ".join("?" * len(columns))
     if spec.replace:
         sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in spec.key)
@@ -190,11 +207,42 @@ def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str],
         conflict = "ON CONFLICT DO NOTHING"
     sql = f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({marks}) {conflict}"
     conn.executemany(sql, [tuple(_to_engine(v, dialect) for v in row) for row in rows])
-    if spec.name == "ledger_entries":
-        at = {c: i for i, c in enumerate(columns)}
-        messages = [(row[at["seq"]], f"s{row[at['session_key']]}", row[at["text"]]) for row in rows
-                    if row[at["type"]] == "message"]  # fmt: skip
-        index_messages("postgresql" if dialect == "postgresql" else "sqlite", conn, messages)
+
+
+# Built once after a PostgreSQL bulk load rather than kept up to date row by row during it.
+_DEFERRED_INDEXES = ("notes_lexical", "notes_rendered_folded_trgm", "workspace_files_trgm", "ledger_fts_body")
+_DEFERRED_TABLE = "afi_copy_indexes"
+
+
+def _defer_indexes(dst: Database) -> None:
+    """Drop the destination's full-text, trigram and HNSW indexes for the load, keeping their
+    definitions in the destination itself (so a resumed copy still rebuilds them)."""
+    with dst.transaction() as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {_DEFERRED_TABLE} (name TEXT PRIMARY KEY, definition TEXT NOT NULL)")
+        found = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND (indexname = ANY(?) OR indexname LIKE 'notes\\_embedding\\_hnsw\\_%')",
+            (list(_DEFERRED_INDEXES),),
+        ).fetchall()
+        for name, definition in found:
+            conn.execute(
+                f"INSERT INTO {_DEFERRED_TABLE} (name, definition) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, definition),
+            )
+            conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def _rebuild_indexes(dst: Database) -> None:
+    """Build the indexes set aside, and the HNSW index for the embedder the copied ``meta`` names
+    (so the first replica to open the store does not build it)."""
+    with dst.transaction() as conn:
+        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        for _name, definition in conn.execute(f"SELECT name, definition FROM {_DEFERRED_TABLE}").fetchall():
+            conn.execute(str(definition).replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+        conn.execute(f"DROP TABLE {_DEFERRED_TABLE}")
+        dims = conn.execute("SELECT value FROM meta WHERE key = 'dims'").fetchone()
+        if dims is not None:
+            ensure_hnsw(conn, int(dims[0]))
 
 
 def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
@@ -212,6 +260,8 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
     done = _progress(dst, source)
     _check_empty(dst, done)
     copied: dict[str, int] = {}
+    if dst.dialect == "postgresql":
+        _defer_indexes(dst)
     for spec in TABLES:
         columns = _shared_columns(src, dst, spec)
         total = _count(src, spec.name)
@@ -236,6 +286,13 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
                 on_progress(spec.name, count, total)
         copied[spec.name] = count
     if dst.dialect == "postgresql":
+        if on_progress:
+            on_progress("(indexes)", 0, 1)
+        _rebuild_indexes(dst)
+        if on_progress:
+            on_progress("(indexes)", 1, 1)
+        with dst.read() as conn:  # a bulk load leaves the planner no statistics until autovacuum comes by
+            conn.execute("ANALYZE")
         with dst.transaction() as conn:
             for table, column in _IDENTITIES.items():
                 conn.execute(

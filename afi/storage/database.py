@@ -30,6 +30,7 @@ __all__ = [
     "MemoryDatabase",
     "SqliteDatabase",
     "TransactionState",
+    "TransactionsMixin",
     "is_postgres_url",
     "open_database",
     "store_label",
@@ -142,7 +143,22 @@ class TransactionState(threading.local):
         self.hooks.append(hook)
 
 
-class SqliteDatabase:
+class TransactionsMixin:
+    """What every engine says of this thread's transaction, from its :class:`TransactionState`."""
+
+    _tx: TransactionState
+
+    def in_transaction(self) -> bool:
+        return self._tx.depth > 0
+
+    def transaction_serial(self) -> int | None:
+        return self._tx.serial
+
+    def after_transaction(self, hook: Callable[[bool], None]) -> None:
+        self._tx.after(hook)
+
+
+class SqliteDatabase(TransactionsMixin):
     """A SQLite store file: one connection per thread (WAL), ``BEGIN IMMEDIATE`` for a write."""
 
     dialect: Dialect = "sqlite"
@@ -173,21 +189,12 @@ class SqliteDatabase:
         with self._tx.outermost(lambda: conn.execute("BEGIN IMMEDIATE"), lambda: conn.execute("COMMIT"), rollback):
             yield conn
 
-    def in_transaction(self) -> bool:
-        return self._tx.depth > 0
-
-    def transaction_serial(self) -> int | None:
-        return self._tx.serial
-
-    def after_transaction(self, hook: Callable[[bool], None]) -> None:
-        self._tx.after(hook)
-
     def close(self) -> None:
         """Close this thread's connection (other threads' close when those threads end)."""
         self.connections.close()
 
 
-class MemoryDatabase:
+class MemoryDatabase(TransactionsMixin):
     """An in-memory SQLite store (tests, examples): one connection, used by one thread at a time."""
 
     dialect: Dialect = "sqlite"
@@ -217,15 +224,6 @@ class MemoryDatabase:
 
         with self.lock, self._tx.outermost(lambda: conn.execute("BEGIN"), lambda: conn.execute("COMMIT"), rollback):
             yield conn
-
-    def in_transaction(self) -> bool:
-        return self._tx.depth > 0
-
-    def transaction_serial(self) -> int | None:
-        return self._tx.serial
-
-    def after_transaction(self, hook: Callable[[bool], None]) -> None:
-        self._tx.after(hook)
 
     def close(self) -> None:
         self.conn.close()

@@ -17,16 +17,16 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import Internal, Unsupported
-from .database import Connection, Dialect, TransactionState
+from .database import Connection, Dialect, TransactionsMixin, TransactionState
 
 __all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 
@@ -98,7 +98,7 @@ class _Held(threading.local):
     depth = 0  # nested read()/transaction() blocks on this thread
 
 
-class PostgresDatabase:
+class PostgresDatabase(TransactionsMixin):
     """One PostgreSQL database; :meth:`open` shares it (and its pool) among every part of a process."""
 
     dialect: Dialect = "postgresql"
@@ -157,12 +157,21 @@ class PostgresDatabase:
             return
         if self._closed:
             raise Unsupported("the store is closed")
-        with self.pool.connection() as raw:
-            held.conn, held.depth = PgConnection(raw), 1
-            try:
-                yield held.conn
-            finally:
-                held.conn, held.depth = None, 0
+        try:
+            with self.pool.connection() as raw:
+                held.conn, held.depth = PgConnection(raw), 1
+                try:
+                    yield held.conn
+                finally:
+                    held.conn, held.depth = None, 0
+        except PoolTimeout:
+            raise Internal(
+                f"the PostgreSQL store {redact_url(self._url)} lent no connection within {self.pool.timeout:.0f} s "
+                f"(all {self.pool.max_size} of this process's are busy, or the server does not answer)"
+            ) from None
+        except psycopg.OperationalError as err:  # the server went away or restarted: the pool replaces it
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise Internal(f"lost the PostgreSQL store {redact_url(self._url)}: {reason}") from None
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -181,15 +190,6 @@ class PostgresDatabase:
             with self._tx.outermost(lambda: raw.execute("BEGIN"), lambda: raw.execute("COMMIT"), rollback):
                 yield conn
 
-    def in_transaction(self) -> bool:
-        return self._tx.depth > 0
-
-    def transaction_serial(self) -> int | None:
-        return self._tx.serial
-
-    def after_transaction(self, hook: Callable[[bool], None]) -> None:
-        self._tx.after(hook)
-
     def close(self) -> None:
         """Close the pool (every part of the process shares it: the process is done with the store)."""
         with self._open_lock:
@@ -203,7 +203,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-    conn.execute("SET hnsw.ef_search = 100")
+    conn.execute("SET hnsw.ef_search = 64")
     # HNSW scans that a filter thins out keep reading the graph until enough rows pass: pgvector 0.8
     # and later; an older one ranks within its first ef_search candidates only
     with contextlib.suppress(psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):

@@ -97,7 +97,7 @@ CREATE INDEX notes_file_name ON notes (tenant_id, resource_id, thread_id, kind, 
     WHERE name IS NOT NULL;
 -- grep reads the rendering with the Kelvin sign and the long s spelled k and s (afi.storage.pg_trigram.folded)
 CREATE INDEX notes_rendered_folded_trgm ON notes
-    USING gin (translate(rendered, U&'\\212A\\017F', 'ks') gin_trgm_ops);
+    USING gin (translate(rendered, U&'\\212A\\017F', 'ks') gin_trgm_ops) WITH (fastupdate = off);
 CREATE INDEX notes_lexical ON notes USING gin (lexical);
 CREATE FUNCTION afi_consent_state(raw text) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
@@ -135,7 +135,7 @@ CREATE TABLE workspace_files (
 );
 -- grep reads the text with the Kelvin sign and the long s spelled k and s (afi.storage.pg_trigram.folded)
 CREATE INDEX workspace_files_trgm ON workspace_files
-    USING gin (translate(text, U&'\\212A\\017F', 'ks') gin_trgm_ops);
+    USING gin (translate(text, U&'\\212A\\017F', 'ks') gin_trgm_ops) WITH (fastupdate = off);
 CREATE TABLE workspace_seq (space {T} PRIMARY KEY, seq bigint NOT NULL);
 CREATE FUNCTION afi_workspace_bump() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -168,7 +168,7 @@ CREATE TABLE ledger_fts (
     sess {T} NOT NULL,
     body tsvector NOT NULL
 );
-CREATE INDEX ledger_fts_body ON ledger_fts USING gin (body);
+CREATE INDEX ledger_fts_body ON ledger_fts USING gin (body) WITH (fastupdate = off);
 CREATE INDEX ledger_fts_sess ON ledger_fts (sess);
 """
 

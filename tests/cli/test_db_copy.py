@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
@@ -74,6 +75,11 @@ def test_a_store_moves_to_postgresql_and_back_whole(tmp_path: Path, pg_store_url
     assert "every table checked" in there.stdout and "DIFFERS" not in there.stdout
     assert "notes" in there.stdout and "ledger_entries" in there.stdout
     assert answers(pg_store_url, root) == before
+    with psycopg.connect(pg_store_url) as conn:  # the indexes set aside for the bulk load are back
+        indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
+        leftovers = conn.execute("SELECT to_regclass('afi_copy_indexes'), to_regclass('afi_copy_progress')").fetchone()
+    assert {"notes_lexical", "notes_rendered_folded_trgm", "ledger_fts_body", "notes_embedding_hnsw_384"} <= indexes
+    assert leftovers == (None, None)
 
     home = afi("db", "copy", "--from", pg_store_url, "--to", str(back), db=sqlite_db)
     assert home.returncode == 0, home.stderr

@@ -6,7 +6,15 @@ import re
 import sqlite3
 import threading
 
-__all__ = ["STOPWORDS", "TermStats", "bm25_rowids", "fts_query", "normalize_note_text", "query_terms"]
+__all__ = [
+    "STOPWORDS",
+    "TermStats",
+    "bm25_rowids",
+    "fts_query",
+    "normalize_note_text",
+    "query_terms",
+    "rarest_terms",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ALNUM = re.compile(r"[a-z0-9]+")
@@ -65,6 +73,23 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, *, limit: int | None = Non
     filters with the vector index's mask instead, which knows the scope, kinds and validity already.
     """
     return [row[0] for row in conn.execute(f"{_BM25} LIMIT ?", (match, -1 if limit is None else limit))]
+
+
+def rarest_terms(terms: list[str], stems: list[list[str]], df: dict[str, int], *, max_postings: int,
+                 min_terms: int) -> list[str]:  # fmt: skip
+    """Given terms, the stems each is indexed under and the stems' document counts, return the rarest
+    terms (at least ``min_terms``, in their order) whose summed counts stay under ``max_postings``;
+    a term costs its commonest stem. The rule both engines' term statistics apply."""
+    cost = [max((df.get(s, 0) for s in group), default=0) for group in stems]
+    order = sorted(range(len(terms)), key=lambda i: (cost[i], -len(terms[i])))
+    kept: list[int] = []
+    spent = 0
+    for i in order:
+        if len(kept) >= min_terms and spent + cost[i] > max_postings:
+            break
+        kept.append(i)
+        spent += cost[i]
+    return [terms[i] for i in sorted(kept)]
 
 
 class TermStats:
@@ -129,13 +154,4 @@ class TermStats:
             return []
         stems = self.stems(terms)
         df = self.doc_freq(conn, {s for group in stems for s in group}, seq)
-        cost = [max((df.get(s, 0) for s in group), default=0) for group in stems]
-        order = sorted(range(len(terms)), key=lambda i: (cost[i], -len(terms[i])))
-        kept: list[int] = []
-        spent = 0
-        for i in order:
-            if len(kept) >= min_terms and spent + cost[i] > max_postings:
-                break
-            kept.append(i)
-            spent += cost[i]
-        return [terms[i] for i in sorted(kept)]
+        return rarest_terms(terms, stems, df, max_postings=max_postings, min_terms=min_terms)

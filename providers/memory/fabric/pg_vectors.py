@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["PgMask", "PgVectorIndex", "ensure_hnsw"]
 
 _HIDDEN = "afi_consent_state(n.consent)"
+SEARCH_EFFORT = 64  # HNSW candidates a recall reads (pgvector's default is 40)
+# A note to fold into is a near-duplicate (cosine 0.85 or more): the nearest few candidates hold it
+FOLD_EFFORT = 40
 
 
 def ensure_hnsw(conn: Any, dims: int) -> None:
@@ -95,8 +98,10 @@ class PgVectorIndex:
     def _vector(self) -> str:
         return f"n.embedding::vector({self.dims})"
 
-    def top(self, query: npt.NDArray[np.float32], mask: PgMask, limit: int) -> list[tuple[int, float]]:
-        """Up to ``limit`` ``(rowid, dot)`` of the rows the mask lets through, nearest first."""
+    def top(self, query: npt.NDArray[np.float32], mask: PgMask, limit: int, *, effort: int = SEARCH_EFFORT
+            ) -> list[tuple[int, float]]:  # fmt: skip
+        """Up to ``limit`` ``(rowid, dot)`` of the rows the mask lets through, nearest first;
+        ``effort`` is the HNSW candidate list (``hnsw.ef_search``) for this query alone."""
         if limit <= 0:
             return []
         where, params = mask.where(self.scope)
@@ -105,8 +110,10 @@ class PgVectorIndex:
             f"ORDER BY {self._vector()} <=> ?::vector({self.dims}) LIMIT ?"
         )
         vector = np.asarray(query, dtype=np.float32)
-        with self.store.read() as conn:
+        with self.store.write() as conn:  # a transaction, so the setting ends with it (or is set back)
+            conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(max(effort, limit)),))
             rows = conn.execute(sql, [vector, *params, vector, limit]).fetchall()
+            conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(SEARCH_EFFORT),))
         found = [(int(rowid), float(dot)) for rowid, dot in rows]
         found.sort(key=lambda item: -item[1])  # an iterative scan's order is relaxed
         return found
@@ -114,7 +121,7 @@ class PgVectorIndex:
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
               require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip
         """``(rowid, dot)`` of up to ``limit`` recallable rows whose dot product reaches ``threshold``."""
-        nearest = self.top(query, self.mask(kinds, as_of, require_consent), limit)
+        nearest = self.top(query, self.mask(kinds, as_of, require_consent), limit, effort=FOLD_EFFORT)
         return [(rowid, dot) for rowid, dot in nearest if dot >= threshold]
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:

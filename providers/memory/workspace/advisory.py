@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import threading
 from collections.abc import Iterator
 
 from afi.storage.database import Database
+
+from .locks import ThreadHolds
 
 __all__ = ["AdvisorySpaceLocks", "advisory_key"]
 
@@ -30,26 +31,18 @@ class AdvisorySpaceLocks:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        self._held = threading.local()
+        self._holds = ThreadHolds()
 
     @contextlib.contextmanager
     def hold(self, space: str) -> Iterator[None]:
         """Hold the space's write lock for the ``with`` block, inside one transaction (re-entrant)."""
-        held: dict[str, int] = self._held.__dict__.setdefault("spaces", {})
-        if held.get(space):
-            held[space] += 1
-            try:
+        with self._holds.enter(space) as first:
+            if not first:
                 yield
-            finally:
-                held[space] -= 1
-            return
-        with self.database.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(space),))
-            held[space] = 1
-            try:
+                return
+            with self.database.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(space),))
                 yield
-            finally:
-                del held[space]
 
     def open_count(self) -> int:
         """Advisory locks hold no descriptors."""

@@ -163,12 +163,44 @@ class FileJail:
         )
 
     def root_stat(self) -> os.stat_result:
-        """The stat of the jail's own folder (reached as :meth:`folder` reaches it)."""
-        fd = self._open_root()
+        """The stat of the jail's own folder (reached as :meth:`folder` reaches it); a space folder
+        not made yet (nothing was ever written) shows as the workspace root's stat, an empty folder."""
+        try:
+            fd = self._open_root()
+        except FileNotFoundError:
+            if self._space is None:
+                raise
+            return os.stat(self._base_text)
         try:
             return os.fstat(fd)
         finally:
             os.close(fd)
+
+    def ensure_root(self) -> None:
+        """Make the space's folder if it is missing (the first write of a space makes it; reads never do)."""
+        if self._space is None:
+            return
+        base = os.open(self._base_text, _FOLDER)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self._space, 0o777, dir_fd=base)
+        finally:
+            os.close(base)
+
+    @property
+    def root_exists(self) -> bool:
+        """Whether the jail's folder exists (a space's is made by its first write)."""
+        try:
+            os.close(self._open_root())
+        except FileNotFoundError:
+            return False
+        except MemoryValidationError:  # there, but refused (a symlink): the next use says so
+            return True
+        return True
+
+    def is_root(self, relative: str) -> bool:
+        """Whether ``relative`` names the jail's own folder (``""``, ``"."``, ``"./"``)."""
+        return not self._parts(relative)
 
     def _parts(self, relative: str) -> list[str]:
         if not isinstance(relative, str):

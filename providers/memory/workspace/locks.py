@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["SpaceLocks", "lock_folder"]
+__all__ = ["SpaceLocks", "ThreadHolds", "lock_folder"]
 
 
 def lock_folder(db: Path) -> Path:
@@ -65,6 +65,27 @@ class _SpaceLock:
             self.thread_lock.release()
 
 
+class ThreadHolds:
+    """How deep this thread holds each space's lock: a nested hold takes no second lock."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def enter(self, space: str) -> Iterator[bool]:
+        """Count one hold of ``space`` by this thread for the block; yield whether it is the outermost."""
+        held: dict[str, int] = self._local.__dict__.setdefault("spaces", {})
+        depth = held.get(space, 0)
+        held[space] = depth + 1
+        try:
+            yield depth == 0
+        finally:
+            if depth:
+                held[space] = depth
+            else:
+                del held[space]
+
+
 class SpaceLocks:
     """The write locks of the spaces of one store (``folder`` holds the lock files).
 
@@ -80,7 +101,7 @@ class SpaceLocks:
         self.keep = keep
         self._locks: OrderedDict[str, _SpaceLock] = OrderedDict()
         self._guard = threading.Lock()
-        self._held = threading.local()  # per thread: the spaces it holds, and how deep
+        self._holds = ThreadHolds()
 
     @contextlib.contextmanager
     def hold(self, space: str) -> Iterator[None]:
@@ -90,22 +111,16 @@ class SpaceLocks:
         thread held it is not the one a nested ``hold`` would find, and its ``flock`` would shut this
         thread out of the new one.
         """
-        held: dict[str, int] = self._held.__dict__.setdefault("spaces", {})
-        if held.get(space):
-            held[space] += 1
+        with self._holds.enter(space) as first:
+            if not first:
+                yield
+                return
+            lock = self._lock(space)
+            lock.acquire()
             try:
                 yield
             finally:
-                held[space] -= 1
-            return
-        lock = self._lock(space)
-        lock.acquire()
-        held[space] = 1
-        try:
-            yield
-        finally:
-            del held[space]
-            lock.release()
+                lock.release()
 
     def _lock(self, space: str) -> _SpaceLock:
         with self._guard:

@@ -40,7 +40,8 @@ class Workspace:
 
     def __init__(self, root: Path, space: str, database: Database, limits: WorkspaceLimits | None = None) -> None:
         self.space = space
-        self.jail = FileJail(root, space=space)
+        Path(root).expanduser().mkdir(parents=True, exist_ok=True)
+        self.jail = FileJail(root, space=space, create=False)  # the first write makes the space's folder
         self.limits = limits or WorkspaceLimits()
         self.index = FileIndex(space, self.jail, database)
 
@@ -73,6 +74,8 @@ class Workspace:
         except MemoryValidationError as err:
             raise InvalidPath(err.message, path=afi_path) from None
         except FileNotFoundError:
+            if self.jail.is_root(rel) and not self.jail.root_exists:
+                return []  # a space nothing was written to yet: an empty /files
             raise NotFound("no such folder", path=afi_path) from None
         except NotADirectoryError:
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=afi_path) from None
@@ -123,8 +126,11 @@ class Workspace:
 
     @contextlib.contextmanager
     def _folder(self, rel: str, afi_path: str, *, create: bool = False) -> Iterator[int]:
-        """The folder's descriptor; a missing folder is NotFound, a file on the way Conflict."""
+        """The folder's descriptor; a missing folder is NotFound, a file on the way Conflict; with
+        ``create``, the missing folders are made (the space's own first)."""
         try:
+            if create:
+                self.jail.ensure_root()
             with self.jail.folder(rel, create=create) as fd:
                 yield fd
         except MemoryValidationError as err:
@@ -249,6 +255,8 @@ class Workspace:
             )
         if not name or self._leaf(parent, name, afi_path, symlink_ok=True) is not None:
             raise Conflict("this path already exists", path=afi_path)
+        if not parent:
+            self.jail.ensure_root()  # /files itself always exists, whether or not its folder was made yet
         try:
             with self._folder(parent, afi_path, create=parents) as folder:
                 try:

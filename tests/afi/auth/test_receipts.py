@@ -15,17 +15,10 @@ from afi.auth.receipts import ReceiptStore
 from afi.errors import Conflict
 from afi.provider import Caller
 from afi.storage.database import open_database
+from tests.support.clock import Clock
 
 ME = Caller("alice", "default")
 WAIT = 60.0  # seconds a racer waits at the start line before the test gives up
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -65,3 +65,32 @@ def test_threads_write_at_once_and_every_row_lands(store_url: str) -> None:
     assert errors == []
     with db.read() as conn:
         assert conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 't%'").fetchone()[0] == 150
+
+
+def test_a_lost_server_connection_is_a_clear_error_and_the_next_call_works(pg_store_url: str) -> None:
+    """The server ends every connection of the store (as a restart does): the call caught mid-way gets
+    an ``internal`` AfiError naming the store (password hidden), not a driver traceback, and the pool
+    replaces the dead connection for the next call."""
+    import psycopg
+
+    from afi.errors import Internal
+
+    db = open_database(pg_store_url)
+    with db.read() as conn:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with psycopg.connect(pg_store_url, autocommit=True) as killer:
+        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(Internal) as caught, db.read() as conn:
+        conn.execute("SELECT 1").fetchone()
+    assert "lost the PostgreSQL store" in caught.value.message
+    with db.read() as conn:
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_an_unreachable_server_is_one_clear_error() -> None:
+    from afi.errors import Internal
+
+    with pytest.raises(Internal) as caught:
+        open_database("postgresql://afi:s3cret@127.0.0.1:1/afi?connect_timeout=2")
+    assert "cannot open the PostgreSQL store postgresql://afi:***@127.0.0.1:1/afi" in caught.value.message
+    assert "s3cret" not in caught.value.message

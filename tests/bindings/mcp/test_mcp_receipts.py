@@ -12,18 +12,11 @@ from afi.auth.receipts import ReceiptStore, canonical_hash
 from afi.clients.mcp import McpClient
 from afi.errors import Conflict, InvalidPath
 from afi.provider import Caller
+from tests.support.clock import Clock
 from tests.support.mcp import error_of, run, sdk
 from tests.support.servers import AfiServer
 
 ME = Caller("alice", "default")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

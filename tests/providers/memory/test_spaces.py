@@ -115,3 +115,30 @@ def test_a_nested_hold_after_the_lock_was_forgotten_does_not_lock_itself_out(tmp
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_reading_a_space_makes_no_folder_and_its_first_write_does(store_url: str, tmp_path: Path) -> None:
+    """Every read verb over a space nothing was written to answers as an empty space and leaves no
+    folder behind; the first write, of a file or a folder, makes it."""
+    root = tmp_path / "files"
+    provider = MemoryProvider(store_url, root)
+    for space in ("idle", "first-file", "first-folder"):
+        who = _caller(space)
+        assert provider.stat(who, "/files").type == "directory"
+        assert provider.list(who, "/files").entries == []
+        assert provider.list(who, "/facts").entries == []
+        assert [e.path for e in provider.list(who, "/").entries]  # the fixed areas are always there
+        for query in ("anything", {"regex": "any.*thing"}, {"semantic": "anything"}):
+            assert provider.search(who, SearchRequest.model_validate({"query": query})).matches == []
+        for missing in ("/files/nope.txt", "/files/a/b"):
+            try:
+                provider.read(who, missing)
+            except Exception as err:
+                assert getattr(err, "code", None) == "not_found", err
+        assert not (root / space).exists()
+    provider.write(_caller("first-file"), "/files/a.txt", b"hello")
+    provider.mkdir(_caller("first-folder"), "/files/notes")
+    assert (root / "first-file" / "a.txt").read_bytes() == b"hello"
+    assert (root / "first-folder" / "notes").is_dir()
+    assert provider.list(_caller("first-folder"), "/files").entries[0].path == "/files/notes"
+    assert not (root / "idle").exists()

@@ -305,7 +305,9 @@ def test_search_pages_in_path_line_order(provider: MemoryProvider) -> None:
 
 def test_files_edited_on_disk_are_found(provider: MemoryProvider, tmp_path: Path) -> None:
     provider.list(OWNER, "/files")
-    (tmp_path / "files" / "default" / "outside.txt").write_text("edited behind our back: zebra\n")
+    folder = tmp_path / "files" / "default"  # made by a space's first write; here a person makes it
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "outside.txt").write_text("edited behind our back: zebra\n")
     provider._space("default").workspace.refresh(force=True)
     page = provider.search(OWNER, SearchRequest(query="zebra"))
     assert [m.path for m in page.matches] == ["/files/outside.txt"]
