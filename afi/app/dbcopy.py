@@ -1,5 +1,9 @@
 """``afi db copy``: a whole store from one engine to the other (SQLite → PostgreSQL and back).
 
+The source is read while it may be written to, but the copy is of a store at rest: rows changed
+behind the copy's position are not visited again, and the check at the end says so. Stop the
+source's writers for the copy.
+
 Every table the provider keeps is copied row by row in key order, in batches; each batch and a note
 of how far it got commit in one transaction of the destination, so an interrupted copy started again
 goes on after the last batch that committed. What an engine derives for itself is not copied but
@@ -293,13 +297,25 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
             on_progress("(indexes)", 1, 1)
         with dst.read() as conn:  # a bulk load leaves the planner no statistics until autovacuum comes by
             conn.execute("ANALYZE")
+        issued = _issued(src)
         with dst.transaction() as conn:
             for table, column in _IDENTITIES.items():
+                # past every number the source ever gave out, not only past the rows left (an AUTOINCREMENT
+                # table never reuses the number of a row deleted since)
                 conn.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                    f"GREATEST((SELECT MAX({column}) FROM {table}), 1))"
+                    f"GREATEST((SELECT MAX({column}) FROM {table}), ?, 1))",
+                    (issued.get(table, 0),),
                 )
     return copied
+
+
+def _issued(src: Database) -> dict[str, int]:
+    """The highest number each AUTOINCREMENT table of a SQLite source has given out (none for PostgreSQL)."""
+    if src.dialect != "sqlite":
+        return {}
+    with src.read() as conn:
+        return {str(name): int(seq) for name, seq in conn.execute("SELECT name, seq FROM sqlite_sequence")}
 
 
 def _digest(db: Database, spec: TableCopy, columns: list[str]) -> tuple[int, str]:

@@ -36,14 +36,19 @@ def change_token(db: Path | str) -> Callable[[], Hashable]:
     SQLite: every write through any binding commits to the store (the WAL, or the file itself), so
     its size and modification time are a cheap way for the mount to know its cached entries are still
     good. PostgreSQL: every write verb, through any replica, adds an audit row in the same transaction,
-    so the latest audit sequence number is that token (one index lookup).
+    so the latest audit sequence number changes with every write (one index lookup); beside it the
+    oldest transaction still running, since numbers are taken at insert and commits may come in another
+    order: a write that took number 100 and commits after number 101 was seen moves that one instead.
     """
     if isinstance(db, str) and is_postgres_url(db):
         database = open_database(db)
 
         def latest_audit() -> Hashable:
             with database.read() as conn:
-                return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM audit").fetchone()[0])
+                row = conn.execute(
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM audit), pg_snapshot_xmin(pg_current_snapshot())::text"
+                ).fetchone()
+                return int(row[0]), str(row[1])
 
         return latest_audit
     path = Path(db)

@@ -26,7 +26,8 @@ class AuditLog:
 
     def record(self, caller: Caller, verb: str, path: str, result: str) -> None:
         """Record one write verb; the path as the caller sent it (a lone surrogate kept as ``\\ud800``)."""
-        shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
+        # a lone surrogate kept as \ud800 and a NUL as \x00: the row is text on either engine
+        shown = path.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
         with self._db.transaction() as conn:
             conn.execute(
                 "INSERT INTO audit(at, principal, space, verb, path, result) VALUES (?,?,?,?,?,?)",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import Conflict, InvalidPath
+from ..errors import AfiError, Conflict, InvalidPath
 from ..model import rfc3339
 from ..provider import Caller
 from ..storage.database import Connection, open_database
@@ -126,7 +126,8 @@ class ReceiptStore:
         if self._db.dialect == "postgresql":
             import psycopg
 
-            self._store_errors = (psycopg.Error,)
+            # the engine says a lost server or an exhausted pool as an AfiError (Internal, Conflict)
+            self._store_errors = (psycopg.Error, AfiError)
             self._lock_row = " FOR UPDATE"
 
     def claim(self, caller: Caller, tool: str, key: str, arguments: Any) -> Claim:

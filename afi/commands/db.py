@@ -118,7 +118,11 @@ def copy(
                       f"DIFFERS (source {check.source_rows} rows, {check.source_sha256[:16]})")  # fmt: skip
     stdout.print(table)
     if not all(check.ok for check in checks):
-        stdout.print("afi: the copy differs from its source (see above); run the copy again to resume", markup=False)
+        stdout.print(
+            "afi: the copy differs from its source (see above): was the source written to during the copy? "
+            "Stop its writers and copy again into a new, empty destination",
+            markup=False,
+        )
         raise typer.Exit(1)
     stdout.print(
         f"copied {store_label(plan.source)} -> {store_label(plan.destination)}; every table checked", markup=False

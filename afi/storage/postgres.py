@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import Internal, Unsupported
+from ..errors import Conflict, Internal, InvalidPath, Unsupported
 from .database import Connection, Dialect, TransactionsMixin, TransactionState
 
 __all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
@@ -58,13 +58,17 @@ def to_psycopg(sql: str) -> str:
 def redact_url(url: str) -> str:
     """The URL with its password replaced by ``***`` (for messages and ``afi db status``)."""
     parts = urlsplit(url)
+    query = "&".join(
+        "password=***" if pair.split("=", 1)[0].lower() == "password" else pair
+        for pair in parts.query.split("&")
+    ) if parts.query else parts.query  # fmt: skip
     if parts.password is None:
-        return url
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
     host = parts.hostname or ""
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, user + host, parts.path, query, parts.fragment))
 
 
 def pg_connect(url: str) -> psycopg.Connection[Any]:
@@ -86,11 +90,25 @@ class PgConnection:
         self.raw = raw
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), /) -> psycopg.Cursor[Any]:
-        return self.raw.execute(to_psycopg(sql), params or None, prepare=False)
+        # params are always passed (an empty tuple too): psycopg then reads the rewritten text, whose
+        # every % was doubled; with None it would send the doubled %% as it is
+        with _refusing_nul():
+            return self.raw.execute(to_psycopg(sql), params, prepare=False)
 
     def executemany(self, sql: str, params: Iterable[Sequence[Any]], /) -> None:
-        with self.raw.cursor() as cur:
+        with _refusing_nul(), self.raw.cursor() as cur:
             cur.executemany(to_psycopg(sql), params)
+
+
+@contextmanager
+def _refusing_nul() -> Iterator[None]:
+    """PostgreSQL text cannot hold a NUL character (SQLite's can): say so as a refusal, not a crash."""
+    try:
+        yield
+    except psycopg.DataError as err:
+        if "NUL" not in str(err) and "\\u0000" not in str(err):
+            raise
+        raise InvalidPath("text holding a NUL character cannot be stored in a PostgreSQL store") from None
 
 
 class _Held(threading.local):
@@ -169,6 +187,8 @@ class PostgresDatabase(TransactionsMixin):
                 f"the PostgreSQL store {redact_url(self._url)} lent no connection within {self.pool.timeout:.0f} s "
                 f"(all {self.pool.max_size} of this process's are busy, or the server does not answer)"
             ) from None
+        except psycopg.errors.TransactionRollback:  # a deadlock or a serialization failure: nothing was kept
+            raise Conflict("the write raced another one on the store and was rolled back; try it again") from None
         except psycopg.OperationalError as err:  # the server went away or restarted: the pool replaces it
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise Internal(f"lost the PostgreSQL store {redact_url(self._url)}: {reason}") from None
@@ -187,7 +207,12 @@ class PostgresDatabase(TransactionsMixin):
                 if not raw.closed and raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                     raw.execute("ROLLBACK")
 
-            with self._tx.outermost(lambda: raw.execute("BEGIN"), lambda: raw.execute("COMMIT"), rollback):
+            def commit() -> None:
+                # COMMIT of a transaction a failed statement aborted answers ROLLBACK without raising
+                if raw.execute("COMMIT").statusmessage == "ROLLBACK":
+                    raise Internal("the store rolled the transaction back (a statement in it had failed)")
+
+            with self._tx.outermost(lambda: raw.execute("BEGIN"), commit, rollback):
                 yield conn
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -172,7 +173,7 @@ class MemoryProvider:
                 raise Unsupported("a move stays within one folder kind (/files, /facts, ...)", path=destination)
             return self._areas[src.area].move(self._space(caller.space), src, dst, overwrite=overwrite)
 
-        return self._audited(caller, "move", f"{source} -> {destination}", run)
+        return self._audited(caller, "move", f"{source} -> {destination}", run, where=source)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -194,14 +195,21 @@ class MemoryProvider:
             raise Forbidden(f"/{node.area if node.area != 'afi' else '.afi'} is read-only", path=node.path)
         return node
 
-    def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T]) -> T:
+    def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T], *, where: str | None = None) -> T:
         """Run one write verb under the space's write lock (so a check such as if_match and the write it
         guards cannot interleave with another thread's, process's or replica's write), in one transaction
         with its audit row: the verb's rows and the audit row commit together or not at all. A refusal
-        rolls the transaction back and is then recorded on its own."""
+        rolls the transaction back and is then recorded on its own.
+
+        One exception: on SQLite, whose write lock is the whole file's, a verb on ``/files`` does not
+        hold it while the bytes go to disk (a large file would stall every other space's writers past
+        the busy timeout); its index rows, rebuilt from the disk anyway, commit in their own short
+        transactions after the bytes, and its audit row after them.
+        """
+        whole = self._db.dialect == "postgresql" or not _in_files(where or path)
         try:
             check_space_name(caller.space)
-            with self._write_locks.hold(caller.space), self._db.transaction():
+            with self._write_locks.hold(caller.space), self._db.transaction() if whole else nullcontext():
                 result = run()
                 self.audit.record(caller, verb, path, "ok")
         except AfiError as err:
@@ -276,6 +284,15 @@ class MemoryProvider:
             return apply_op(self._space(caller.space).ledger, op, session, body)
 
         return self._audited(caller, f"ledger.{op}", f"/sessions/{session}.md", run)
+
+
+def _in_files(path: str) -> bool:
+    """Whether a verb's path lands in ``/files`` (a path that does not normalize lands nowhere)."""
+    try:
+        node = locate(normalize(path))
+    except AfiError:
+        return False
+    return node is not None and node.area == "files"
 
 
 def _default_keys(db: str | Path) -> Any:

@@ -300,8 +300,8 @@ def check_name(value: Any) -> str:
 
 
 def _strings(value: Any, label: str) -> list[str]:
-    if not isinstance(value, list | tuple) or any(not isinstance(v, str) or not v for v in value):
-        raise MemoryValidationError(f"{label} must be a list of non-empty strings")
+    if not isinstance(value, list | tuple) or any(not isinstance(v, str) or not v or "\x00" in v for v in value):
+        raise MemoryValidationError(f"{label} must be a list of non-empty strings without NUL characters")
     return list(dict.fromkeys(value))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Iterator
 
 from afi.storage.database import Database
@@ -29,9 +30,12 @@ def advisory_key(space: str) -> int:
 class AdvisorySpaceLocks:
     """The write locks of the spaces of one PostgreSQL store (the same interface as ``SpaceLocks``)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, stripes: int = 64) -> None:
         self.database = database
         self._holds = ThreadHolds()
+        # Inside a process, writers of one space queue on a thread lock before borrowing a connection:
+        # a burst to a hot space then parks one pooled connection in the advisory lock's queue, not all.
+        self._stripes = [threading.Lock() for _ in range(stripes)]
 
     @contextlib.contextmanager
     def hold(self, space: str) -> Iterator[None]:
@@ -40,8 +44,9 @@ class AdvisorySpaceLocks:
             if not first:
                 yield
                 return
-            with self.database.transaction() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(space),))
+            key = advisory_key(space)
+            with self._stripes[key % len(self._stripes)], self.database.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (key,))
                 yield
 
     def open_count(self) -> int:

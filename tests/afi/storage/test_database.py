@@ -3,6 +3,7 @@ join on a thread and roll back whole."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
@@ -94,3 +95,43 @@ def test_an_unreachable_server_is_one_clear_error() -> None:
         open_database("postgresql://afi:s3cret@127.0.0.1:1/afi?connect_timeout=2")
     assert "cannot open the PostgreSQL store postgresql://afi:***@127.0.0.1:1/afi" in caught.value.message
     assert "s3cret" not in caught.value.message
+
+
+def test_text_with_a_nul_is_refused_on_postgresql_and_nothing_is_written(pg_store_url: str) -> None:
+    from afi.errors import InvalidPath
+
+    db = open_database(pg_store_url)
+    with pytest.raises(InvalidPath, match="NUL character"), db.transaction() as conn:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("before", "kept only if all is"))
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("nul", "a\x00b"))
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM meta WHERE key IN ('before', 'nul')").fetchone()[0] == 0
+
+
+def test_a_percent_sign_reaches_postgresql_as_written_with_or_without_parameters(pg_store_url: str) -> None:
+    db = open_database(pg_store_url)
+    with db.read() as conn:
+        assert conn.execute("SELECT 'a%' || 'b%%'").fetchone()[0] == "a%b%%"
+        assert conn.execute("SELECT 'a%' || ?", ("c%",)).fetchone()[0] == "a%c%"
+        assert conn.execute("SELECT 7 % 4").fetchone()[0] == 3
+
+
+def test_a_commit_of_a_failed_transaction_is_never_taken_for_success(pg_store_url: str) -> None:
+    """A statement fails inside a transaction and the caller swallows the error: PostgreSQL answers the
+    COMMIT with ROLLBACK; the engine raises instead of reporting the transaction committed."""
+    import psycopg
+
+    from afi.errors import Internal
+
+    db = open_database(pg_store_url)
+    with pytest.raises(Internal, match="rolled the transaction back"), db.transaction() as conn:
+        conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", ("lost", "1"))
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("SELECT 1 / 0")
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM meta WHERE key = 'lost'").fetchone()[0] == 0
+
+
+def test_a_password_in_the_query_string_is_hidden_too() -> None:
+    shown = redact_url("postgresql://db.example/afi?sslmode=require&password=s3cret&user=afi")
+    assert shown == "postgresql://db.example/afi?sslmode=require&password=***&user=afi"
