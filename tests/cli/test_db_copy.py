@@ -78,7 +78,12 @@ def test_a_store_moves_to_postgresql_and_back_whole(tmp_path: Path, pg_store_url
     with psycopg.connect(pg_store_url) as conn:  # the indexes set aside for the bulk load are back
         indexes = {row[0] for row in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
         leftovers = conn.execute("SELECT to_regclass('afi_copy_indexes'), to_regclass('afi_copy_progress')").fetchone()
-    assert {"notes_lexical", "notes_rendered_folded_trgm", "ledger_fts_body", "notes_embedding_hnsw_384"} <= indexes
+    assert {
+        "notes_lexical",
+        "notes_rendered_folded_trgm",
+        "ledger_fts_body",
+        "notes_embedding_hnsw_half_384",
+    } <= indexes
     assert leftovers == (None, None)
 
     home = afi("db", "copy", "--from", pg_store_url, "--to", str(back), db=sqlite_db)
