@@ -17,6 +17,7 @@ import functools
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -120,6 +121,7 @@ class PostgresDatabase(TransactionsMixin):
     """One PostgreSQL database; :meth:`open` shares it (and its pool) among every part of a process."""
 
     dialect: Dialect = "postgresql"
+    CHECK_IDLE_SECONDS = 1.0
     _open: ClassVar[dict[str, PostgresDatabase]] = {}
     _open_lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -130,12 +132,14 @@ class PostgresDatabase(TransactionsMixin):
         from .postgres_schema import ensure_postgres_schema
 
         ensure_postgres_schema(url)
+        self._last_used: dict[int, float] = {}  # id of a pooled connection -> when a block last gave it back
         self.pool = ConnectionPool(
             url,
             kwargs={"autocommit": True, "prepare_threshold": None},
             min_size=1,
             max_size=max(1, pool_size),
             configure=_configure,
+            check=self._check,
             name="afi",
             open=True,
         )
@@ -150,6 +154,14 @@ class PostgresDatabase(TransactionsMixin):
                 found = cls(url)
                 cls._open[url] = found
             return found
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """Before lending a connection that sat idle a while, see that the server still has it (one
+        round trip); a dead one is thrown away and replaced. After a server restart, calls then find
+        fresh connections instead of failing once per pooled connection. A connection given back
+        within the last ``CHECK_IDLE_SECONDS`` is lent unchecked (the hot path pays nothing)."""
+        if time.monotonic() - self._last_used.get(id(conn), 0.0) > self.CHECK_IDLE_SECONDS:
+            ConnectionPool.check_connection(conn)
 
     @classmethod
     def close_url(cls, url: str) -> None:
@@ -182,6 +194,9 @@ class PostgresDatabase(TransactionsMixin):
                     yield held.conn
                 finally:
                     held.conn, held.depth = None, 0
+                    if len(self._last_used) > 8 * self.pool.max_size:  # connections replaced since
+                        self._last_used.clear()
+                    self._last_used[id(raw)] = time.monotonic()
         except PoolTimeout:
             raise Internal(
                 f"the PostgreSQL store {redact_url(self._url)} lent no connection within {self.pool.timeout:.0f} s "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 import pytest
 
@@ -68,24 +69,46 @@ def test_threads_write_at_once_and_every_row_lands(store_url: str) -> None:
         assert conn.execute("SELECT COUNT(*) FROM meta WHERE key LIKE 't%'").fetchone()[0] == 150
 
 
-def test_a_lost_server_connection_is_a_clear_error_and_the_next_call_works(pg_store_url: str) -> None:
-    """The server ends every connection of the store (as a restart does): the call caught mid-way gets
-    an ``internal`` AfiError naming the store (password hidden), not a driver traceback, and the pool
-    replaces the dead connection for the next call."""
+def _end_store_connections(url: str) -> None:
+    """Have the server end every connection to the store's database (as a restart does), and wait
+    until it has."""
     import psycopg
 
-    from afi.errors import Internal
+    others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    with psycopg.connect(url, autocommit=True) as killer:
+        killer.execute(f"SELECT pg_terminate_backend(pid) {others}")
+        deadline = time.monotonic() + 10
+        while killer.execute(f"SELECT COUNT(*) {others}").fetchone()[0]:  # the signal takes a moment
+            assert time.monotonic() < deadline, "the server did not end the store's connections"
+            time.sleep(0.02)
 
+
+def test_a_lost_server_connection_is_a_clear_error(pg_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that meets a connection the server ended gets an ``internal`` AfiError naming the store
+    (password hidden), not a driver traceback (the idle check that would replace it switched off)."""
+    from afi.errors import Internal
+    from afi.storage.postgres import PostgresDatabase
+
+    monkeypatch.setattr(PostgresDatabase, "CHECK_IDLE_SECONDS", 1e9)
     db = open_database(pg_store_url)
     with db.read() as conn:
-        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    with psycopg.connect(pg_store_url, autocommit=True) as killer:
-        killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        conn.execute("SELECT 1").fetchone()
+    _end_store_connections(pg_store_url)
     with pytest.raises(Internal) as caught, db.read() as conn:
         conn.execute("SELECT 1").fetchone()
-    assert "lost the PostgreSQL store" in caught.value.message
+    assert "lost the PostgreSQL store" in caught.value.message and "postgresql://" in caught.value.message
+
+
+def test_after_a_server_restart_idle_connections_are_replaced_before_use(pg_store_url: str) -> None:
+    """Every connection of the store ended while idle: the next calls find fresh ones, none fails."""
+    db = open_database(pg_store_url)
     with db.read() as conn:
-        assert conn.execute("SELECT 1").fetchone()[0] == 1
+        conn.execute("SELECT 1").fetchone()
+    _end_store_connections(pg_store_url)
+    time.sleep(1.2)  # past CHECK_IDLE_SECONDS
+    for _ in range(5):
+        with db.read() as conn:
+            assert conn.execute("SELECT 1").fetchone()[0] == 1
 
 
 def test_an_unreachable_server_is_one_clear_error() -> None:
