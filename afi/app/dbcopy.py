@@ -273,10 +273,7 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
         if on_progress:
             on_progress(spec.name, count, total)
         key_at = [columns.index(k) for k in spec.key]
-        while True:
-            rows = _rows_after(src, spec, columns, after, plan.batch)
-            if not rows:
-                break
+        for rows in _batches(src, spec, columns, after=after, size=plan.batch):
             after = [rows[-1][i] for i in key_at]
             count += len(rows)
             with dst.transaction() as conn:
@@ -329,9 +326,10 @@ def _digest(db: Database, spec: TableCopy, columns: list[str]) -> tuple[int, str
     return rows, hasher.hexdigest()
 
 
-def _batches(db: Database, spec: TableCopy, columns: list[str], size: int = 5000) -> Iterator[list[tuple[Any, ...]]]:
+def _batches(db: Database, spec: TableCopy, columns: list[str], *, after: list[Any] | None = None,
+             size: int = 5000) -> Iterator[list[tuple[Any, ...]]]:  # fmt: skip
+    """The table's rows in key order, a batch at a time, from after the key ``after`` (or the start)."""
     key_at = [columns.index(k) for k in spec.key]
-    after: list[Any] | None = None
     while True:
         rows = _rows_after(db, spec, columns, after, size)
         if not rows:

@@ -113,8 +113,7 @@ def _refusing_nul() -> Iterator[None]:
 
 
 class _Held(threading.local):
-    conn: PgConnection | None = None
-    depth = 0  # nested read()/transaction() blocks on this thread
+    conn: PgConnection | None = None  # the connection this thread's outermost block borrowed
 
 
 class PostgresDatabase(TransactionsMixin):
@@ -178,22 +177,18 @@ class PostgresDatabase(TransactionsMixin):
     @contextmanager
     def _borrow(self) -> Iterator[PgConnection]:
         held = self._held
-        if held.conn is not None:
-            held.depth += 1
-            try:
-                yield held.conn
-            finally:
-                held.depth -= 1
+        if held.conn is not None:  # a nested block: the outermost one gives the connection back
+            yield held.conn
             return
         if self._closed:
             raise Unsupported("the store is closed")
         try:
             with self.pool.connection() as raw:
-                held.conn, held.depth = PgConnection(raw), 1
+                held.conn = PgConnection(raw)
                 try:
                     yield held.conn
                 finally:
-                    held.conn, held.depth = None, 0
+                    held.conn = None
                     if len(self._last_used) > 8 * self.pool.max_size:  # connections replaced since
                         self._last_used.clear()
                     self._last_used[id(raw)] = time.monotonic()

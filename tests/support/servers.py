@@ -56,12 +56,17 @@ def start_afi_serve(db: Path | str, root: Path, *args: str, timeout: float = 60.
         _await_ready(url, proc, timeout)
         yield AfiServer(url=url, db=db, root=root, process=proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """Ask a child process to stop (SIGTERM), and kill it if it has not within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def _drain(errors: queue.Queue[str]) -> str:

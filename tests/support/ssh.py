@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.servers import stop_process
+
 OPTS = [
     "-o",
     "StrictHostKeyChecking=no",
@@ -112,12 +114,7 @@ def start_afi(args: list[str], env_home: Path, *, wait_for: int = 1, timeout: fl
                 ports[found.group(1)] = int(found.group(3))
         yield ports
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc)
         for reader in readers:
             reader.join(10)
 

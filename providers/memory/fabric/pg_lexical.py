@@ -56,20 +56,25 @@ class PgTermStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._stems: dict[str, list[str]] = {}  # term -> its lexemes (a fixed function of the term)
         self._df: dict[str, tuple[int, int, int]] = {}  # lexeme -> (notes holding it, change seq, cap counted to)
         self._corpus: tuple[int, float, int] | None = None  # (notes, average length, change seq)
         self._common: tuple[dict[str, float], int] | None = None  # (lexeme -> share of notes, change seq)
 
-    @staticmethod
-    def stems(conn: Any, terms: list[str]) -> list[list[str]]:
-        """Given terms, return the lexemes PostgreSQL's English configuration indexes each under."""
-        if not terms:
-            return []
-        rows = conn.execute(_STEMS, (terms,)).fetchall()
-        out: list[list[str]] = [[] for _ in terms]
-        for i, lexemes in rows:
-            out[int(i) - 1] = list(lexemes or [])
-        return out
+    def stems(self, conn: Any, terms: list[str]) -> list[list[str]]:
+        """Given terms, return the lexemes PostgreSQL's English configuration indexes each under
+        (remembered per term: a recall asks once to choose its terms and again to rank by them)."""
+        with self._lock:
+            known = {t: self._stems[t] for t in terms if t in self._stems}
+        missing = [t for t in dict.fromkeys(terms) if t not in known]
+        if missing:
+            for i, lexemes in conn.execute(_STEMS, (missing,)).fetchall():
+                known[missing[int(i) - 1]] = list(lexemes or [])
+            with self._lock:
+                if len(self._stems) > 100_000:
+                    self._stems.clear()
+                self._stems.update({t: known[t] for t in missing if t in known})
+        return [list(known.get(t, [])) for t in terms]
 
     def common(self, conn: Any, seq: int) -> dict[str, float]:
         """The most common lexemes of the notes and the share of notes holding each, from the last
