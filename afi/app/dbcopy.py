@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pgvector import HalfVector
 
 from afi.errors import Conflict, InvalidPath
 from afi.providers.memory.fabric.pg_vectors import ensure_hnsw
+from afi.providers.memory.fabric.vector_bytes import pack_vector, unpack_vector
 from afi.providers.memory.ledger.index import index_messages
 from afi.storage.database import Connection, Database, is_postgres_url, open_database, store_label
 
@@ -125,20 +127,21 @@ def _shared_columns(src: Database, dst: Database, spec: TableCopy) -> list[str]:
 
 
 def _to_engine(value: Any, dialect: str) -> Any:
-    """A value as the destination engine keeps it (only embeddings differ: bytes against vectors)."""
+    """A value as the destination engine keeps it (only embeddings differ, the only binary values:
+    SQLite's packed bytes against PostgreSQL's ``halfvec``, both at half precision, so exact)."""
     if isinstance(value, bytes | memoryview) and dialect == "postgresql":
-        return np.frombuffer(bytes(value), dtype=np.float32)
+        return HalfVector(unpack_vector(value))
     if hasattr(value, "to_numpy") and dialect == "sqlite":
-        return value.to_numpy().astype(np.float32).tobytes()
+        return pack_vector(value.to_numpy())
     return value
 
 
 def _canonical(value: Any) -> Any:
-    """A value as the checksum sees it, the same on either engine."""
+    """A value as the checksum sees it, the same on either engine (an embedding as its components)."""
     if hasattr(value, "to_numpy"):
         return value.to_numpy().astype(np.float32).tobytes().hex()
     if isinstance(value, bytes | memoryview):
-        return bytes(value).hex()
+        return unpack_vector(value).tobytes().hex()
     if isinstance(value, float):
         return repr(value)
     return value

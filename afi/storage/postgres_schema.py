@@ -3,8 +3,9 @@
 The tables are the SQLite store's, in PostgreSQL's words: ``rowid`` is an identity column where the
 SQLite table has an implicit one; the FTS5 tables become a generated ``tsvector`` with a GIN index
 (notes, ledger messages) and ``gin_trgm_ops`` indexes on the text grep reads (pg_trgm); embeddings are
-pgvector ``vector`` values. Every text column is ``COLLATE "C"``: listings, cursors and validity
-windows compare bytes, as SQLite does, whatever the database's locale.
+pgvector ``halfvec`` values (step 2; the SQLite store keeps the same half-precision components).
+Every text column is ``COLLATE "C"``: listings, cursors and validity windows compare bytes, as
+SQLite does, whatever the database's locale.
 
 Migrations run once per URL per process, each step in one transaction under an advisory lock, so
 replicas that start at once migrate once; a database a newer afi-memory migrated is refused.
@@ -178,7 +179,17 @@ def _initial_layout(conn: psycopg.Connection[Any]) -> None:
         _sql(script)(conn)
 
 
-STEPS: tuple[PgStep, ...] = (PgStep(1, "initial layout", _initial_layout),)
+_HALF_PRECISION = """
+ALTER TABLE notes ALTER COLUMN embedding TYPE halfvec USING embedding::halfvec;
+"""
+
+
+STEPS: tuple[PgStep, ...] = (
+    PgStep(1, "initial layout", _initial_layout),
+    # half the bytes of a vector, under PostgreSQL's 2 KB TOAST threshold for a 200-character note,
+    # and exactly what the SQLite store keeps (afi.storage and the fabric's vector_bytes say more)
+    PgStep(2, "embeddings at half precision", _sql(_HALF_PRECISION)),
+)
 LATEST = len(STEPS)
 
 _ready: set[str] = set()

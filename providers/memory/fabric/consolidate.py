@@ -19,6 +19,7 @@ from .lexical import normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .store import NOTE_COLUMNS, note_from_row
 from .types import MemoryNote, NoteLink
+from .vector_bytes import unpack_vector
 from .vectors import iso_to_epoch
 
 __all__ = [
@@ -113,7 +114,7 @@ def _lexical_batch(
         if any(source in revoked for source in note.source_entry_ids):
             continue
         blob = row[-1]
-        cosine = float(np.frombuffer(blob, dtype=np.float32) @ embedding) if blob else 0.0
+        cosine = float(unpack_vector(blob) @ embedding) if blob else 0.0
         out.append(FoldCandidate(note, cosine))
     return out
 

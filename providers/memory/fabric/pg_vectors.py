@@ -42,9 +42,9 @@ def ensure_hnsw(conn: Any, dims: int) -> None:
     """Create the HNSW index for ``dims``-float embeddings if the database has none yet (under an
     advisory lock, so replicas opening a new store together build it once).
 
-    The index holds each vector at half precision (``halfvec``): half the bytes per note of a
-    ``vector`` index, and a graph that is quicker to walk; the column keeps full precision, and the
-    scores reported are computed from it.
+    The column and the index hold each vector at half precision (``halfvec``): half the bytes per
+    note of a ``vector``, and a graph that is quicker to walk; scores are the dot product of the
+    full-precision query with the stored vector, as the SQLite store computes them.
     """
     name = f"notes_embedding_hnsw_half_{int(dims)}"
     found = conn.execute("SELECT to_regclass(?)", (name,)).fetchone()

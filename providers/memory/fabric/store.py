@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pgvector import HalfVector
 
 from afi.storage import applied_steps
 from afi.storage.database import Connection, open_database
@@ -33,6 +34,7 @@ from .pg_vectors import ensure_hnsw
 from .render import render_note
 from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
 from .types import MemoryNote, Scope
+from .vector_bytes import pack_vector
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
@@ -148,16 +150,17 @@ class Store:
         return int(row[0])
 
     def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
-        """An embedding as the engine keeps it: raw float32 bytes in SQLite, a pgvector value in PostgreSQL."""
+        """An embedding as the engine keeps it, at half precision: :func:`pack_vector`'s bytes in SQLite,
+        a ``halfvec`` in PostgreSQL."""
         array = np.asarray(embedding, dtype=np.float32)
-        return array if self.postgres else array.tobytes()
+        return HalfVector(array) if self.postgres else pack_vector(array)
 
     def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """Rows whose last column is an embedding, that column as float32 bytes on either engine."""
+        """Rows whose last column is an embedding, that column as SQLite keeps it on either engine
+        (:func:`unpack_vector` reads it)."""
         if not self.postgres:
             return rows
-        return [(*row[:-1], None if row[-1] is None else row[-1].to_numpy().astype(np.float32).tobytes())
-                for row in rows]  # fmt: skip
+        return [(*row[:-1], None if row[-1] is None else pack_vector(row[-1].to_numpy())) for row in rows]
 
     def scope_rows(self) -> str:
         """The condition that a row looked up by rowid is the scope's (SQLite's ``+`` keeps the planner

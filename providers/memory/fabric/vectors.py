@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from .store import Store
 from .types import NOTE_KINDS, Scope
+from .vector_bytes import unpack_vector
 
 __all__ = ["VectorIndex", "iso_to_epoch"]
 
@@ -129,7 +130,7 @@ class VectorIndex:
         self._dirty.add(slot)
         self.slot_of_rowid[int(row[_ROWID])] = slot
         blob = row[_BLOB]
-        vector = np.frombuffer(blob, dtype=np.float32) if blob else np.zeros(self.dims, dtype=np.float32)
+        vector = unpack_vector(blob) if blob else np.zeros(self.dims, dtype=np.float32)
         if slot < self._built and not np.array_equal(self.matrix[slot], vector):
             self._moved.add(slot)  # its postings now describe an older embedding
         self.matrix[slot] = vector
@@ -153,9 +154,11 @@ class VectorIndex:
         if n == 0:
             return
         cols = list(zip(*rows, strict=True))
-        width = self.dims * 4
-        blobs = [b if b and len(b) == width else bytes(width) for b in cols[_BLOB]]
-        self.matrix[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dims)
+        for slot, blob in enumerate(cols[_BLOB]):
+            if blob:
+                vector = unpack_vector(blob)
+                if vector.size == self.dims:
+                    self.matrix[slot] = vector
         self._max_norm2 = float(np.einsum("ij,ij->i", self.matrix[:n], self.matrix[:n]).max())
         self.rowids[:n] = cols[_ROWID]
         self.kind[:n] = [_KIND_CODE.get(k, -1) for k in cols[_KIND]]

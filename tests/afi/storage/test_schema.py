@@ -22,6 +22,7 @@ from afi.storage import LATEST, STEPS, Step, applied_steps, ensure_schema, file_
 from afi.storage import ensure as ensure_module
 from afi.storage.database import open_database
 from afi.storage.migrations import run_steps
+from afi.storage.trigram import trigram_query
 from tests.support.cli import afi
 
 # The layout as the modules created it before migrations were recorded: executed by hand, as they did.
@@ -227,14 +228,27 @@ def test_step_one_equals_the_old_ddl(tmp_path: Path) -> None:
     assert _layout(new) == _layout(old)
 
 
-def test_later_steps_add_only_what_they_name(tmp_path: Path) -> None:
+REBUILT = ("notes_trigram", "workspace_trigram")  # step 3: the same tables, without positions
+
+
+def _rebuilt(name: str) -> bool:
+    return name.startswith(REBUILT)
+
+
+def test_later_steps_change_only_what_they_name(tmp_path: Path) -> None:
     first = _open(tmp_path / "first.db")
     run_steps(first, STEPS[:1], where="test")
     latest = _open(tmp_path / "latest.db")
     migrate(latest)
-    added = set(_layout(latest)) - set(_layout(first))
+    before, after = _layout(first), _layout(latest)
+    added = set(after) - set(before)
     assert added == {"notes_file_name"}
-    assert _without(_layout(latest), added) == _layout(first)
+    kept = _without(after, added)
+    changed = {name for name in before if kept.get(name) != before[name]}
+    assert {"notes_trigram", "workspace_trigram"} <= changed and all(_rebuilt(name) for name in changed), changed
+    for table in REBUILT:
+        assert "detail=none" in after[table][2]
+    assert _without(kept, changed) == _without(before, changed)
 
 
 def test_listings_read_the_file_name_index_in_order(tmp_path: Path) -> None:
@@ -255,11 +269,15 @@ def test_old_store_is_adopted_without_data_loss(tmp_path: Path) -> None:
     layout = _layout(conn)
     assert file_version(conn) == 0
     assert [step.number for step in migrate(conn)] == list(range(1, LATEST + 1))
-    # step 1 found every table and left it as it was; later steps only added their own objects
-    assert _without(_layout(conn), set(_layout(conn)) - set(layout)) == layout
+    # step 1 found every table and left it as it was; later steps only added their own objects and
+    # rebuilt the trigram indexes (which still find the old rows: below)
+    rebuilt = {name for name in layout if _rebuilt(name)}
+    assert _without(_layout(conn), (set(_layout(conn)) - set(layout)) | rebuilt) == _without(layout, rebuilt)
     assert {n: conn.execute(f"SELECT count(*) FROM {n}").fetchone()[0] for n in before} == before
-    hit = conn.execute("SELECT rowid FROM notes_trigram WHERE notes_trigram MATCH 'canary'").fetchall()
-    assert hit == [(1,)]
+    hit = conn.execute("SELECT rowid FROM notes_trigram WHERE notes_trigram MATCH ?", (trigram_query(["canary"]),))
+    assert hit.fetchall() == [(1,)]
+    hit = conn.execute("SELECT rowid FROM workspace_trigram WHERE workspace_trigram MATCH ?", (trigram_query(["ell"]),))
+    assert hit.fetchall() == [(1,)]
     conn.close()
     store = Store(path, embedder_name="hash-fnv1a-384", dims=384)
     assert [n.content for n in store.select_notes(Scope(tenant_id="t", resource_id="r", thread_id="main"))] == [

@@ -55,7 +55,7 @@ def test_workers_run_only_while_attached(memory: Memory) -> None:
     assert all(link.relation == "related" and 0 < (link.weight or 0) <= 1 for link in linked.links)
     weight = next(link.weight for link in linked.links if link.id == first.id)
     cosine = float(memory.embedder.embed([A])[0] @ memory.embedder.embed([B + " epsilon"])[0])
-    assert weight == pytest.approx(cosine, abs=1e-4)
+    assert weight == pytest.approx(cosine, abs=1e-3)  # the stored vector is at half precision
     neighbour = fabric.get(first.id)
     assert neighbour is not None and "rollout" in neighbour.keywords and neighbour.context == "release context"
     assert neighbour.content == A  # evolution never touches content

@@ -13,6 +13,7 @@ from afi.providers.memory.fabric.repoint import (
     create_fabric_repoint_handler,
     repoint_source,
 )
+from afi.storage.trigram import trigram_query
 
 
 def make(db: Path, thread: str = "thread-1") -> tuple[Any, Any]:
@@ -36,7 +37,7 @@ def trigram_paths(memory: Any, needle: str) -> list[str]:
         for row in memory.store.conn().execute(
             "SELECT notes.id FROM notes_trigram JOIN notes ON notes.rowid = notes_trigram.rowid "
             "WHERE notes_trigram MATCH ?",
-            ('"' + needle + '"',),
+            (trigram_query([needle]),),
         )
     ]
 

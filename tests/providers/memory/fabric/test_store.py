@@ -10,7 +10,9 @@ import pytest
 from afi.providers.memory import HashEmbedder, MemoryNote, MemoryValidationError, Scope, Store
 from afi.providers.memory.fabric.render import render_note
 from afi.providers.memory.fabric.store import iso_now
+from afi.providers.memory.fabric.vector_bytes import unpack_vector
 from afi.storage import LATEST
+from afi.storage.trigram import trigram_query
 
 SCOPE = Scope(tenant_id="t", resource_id="r", thread_id="main")
 
@@ -58,9 +60,9 @@ def test_insert_update_delete_keep_indexes_and_changes_in_sync(tmp_path: Path) -
     note = store.select_notes(SCOPE, "id = ?", ("aaaaaaaaaaaa",))[0]
     assert row[0] == render_note(note)
     assert row[1] == seq1
-    assert np.frombuffer(row[2], dtype=np.float32).tolist() == [1, 0, 0, 0]
+    assert unpack_vector(row[2]).tolist() == [1, 0, 0, 0]
     tri = "SELECT rowid FROM notes_trigram WHERE notes_trigram MATCH ?"
-    assert conn.execute(tri, ('"anary dep"',)).fetchall()
+    assert conn.execute(tri, (trigram_query(["anary dep"]),)).fetchall()
     lex = "SELECT rowid FROM notes_lexical WHERE notes_lexical MATCH ?"
     assert conn.execute(lex, ("deploying",)).fetchall()  # porter stemming
 
@@ -69,7 +71,7 @@ def test_insert_update_delete_keep_indexes_and_changes_in_sync(tmp_path: Path) -
     assert seq2 > seq1
     row = conn.execute("SELECT rendered, seq FROM notes WHERE id = 'aaaaaaaaaaaa'").fetchone()
     assert "valid_to" in row[0] and row[1] == seq2
-    assert not conn.execute(tri, ('"canary"',)).fetchall()
+    assert not conn.execute(tri, (trigram_query(["canary"]),)).fetchall()
     assert conn.execute(lex, ("rollback",)).fetchall()
     assert store.delete_note(SCOPE, "aaaaaaaaaaaa") == 1
     assert not conn.execute(lex, ("rollback",)).fetchall()
