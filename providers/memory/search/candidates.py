@@ -77,10 +77,14 @@ def candidates(
 
 def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
     found: list[Candidate] = []
-    if any(_overlaps(scope, area) for area in ("/facts", "/procedures", "/history")):
+    # Current content once, at its folder's path; every version under /history only when the scope is
+    # there (as a file server keeps its snapshot folders out of a recursive walk)
+    history = is_within(scope, "/history")
+    if history or _overlaps(scope, "/facts") or _overlaps(scope, "/procedures"):
         for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals):
-            found.append((f"/history/{id_}.md", "note", rowid))
-            if valid and name and kind in ("fact", "procedure"):
+            if history:
+                found.append((f"/history/{id_}.md", "note", rowid))
+            elif valid and name and kind in ("fact", "procedure"):
                 found.append((note_path(kind, name), "note", rowid))
     if _overlaps(scope, "/files"):
         found.extend(

@@ -13,6 +13,8 @@ from afi.errors import InvalidPath
 from afi.model import Match, MatchPage, SearchRequest, SemanticQuery
 from afi.paths import is_within
 
+from ..fabric.embedders import hash_tokens
+from ..fabric.render import render_note
 from ..fabric.types import ExplainRow, RecallHit
 from ..ledger.conversation import episode_recall
 from ..tree.locate import note_path
@@ -32,14 +34,14 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     assert isinstance(query, SemanticQuery)
     if not query.semantic.strip():
         raise InvalidPath("the semantic query is empty: ask a question")
-    kinds = request.kinds or (["episode"] if is_within(scope, "/episodes") else _kinds_for_scope(scope))
-    note_kinds = [k for k in kinds or ["fact", "file"] if k != "episode"]
+    kinds = request.kinds or _kinds_for_scope(scope)
+    note_kinds = [k for k in kinds if k != "episode"]
     pairs: list[tuple[RecallHit, ExplainRow]] = []
     if note_kinds:
         result = space.fabric.recall(query.semantic, kinds=note_kinds, as_of=request.as_of, top_k=32,
                                      budget=request.budget, scoring=SEARCH_SCORING)  # fmt: skip
         pairs = list(zip(result.hits, result.explain, strict=True))
-    if kinds is not None and "episode" in kinds:
+    if "episode" in kinds:
         memory = space.fabric.memory
         pairs += episode_recall(memory.embedder, space.ledger.observations(), query.semantic, top_k=32,
                                 scope=memory.scope)  # fmt: skip
@@ -53,13 +55,15 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     return semantic_matches(rows, request, scope, limit)
 
 
-def _kinds_for_scope(scope: str) -> list[str] | None:
-    for prefix, kinds in (("/facts", ["fact"]), ("/procedures", ["procedure"]), ("/files", ["file"])):
-        if is_within(scope, prefix):
-            return kinds
+_AREA_KINDS = (("/facts", "fact"), ("/procedures", "procedure"), ("/files", "file"), ("/episodes", "episode"))
+
+
+def _kinds_for_scope(scope: str) -> list[str]:
+    """The kinds a tree search reaches: those of every area under the scope (all of them at ``/``;
+    the fabric's own ``recall()`` keeps its rule of leaving procedures out unless asked)."""
     if is_within(scope, "/history"):
         return ["fact", "procedure", "file"]
-    return None
+    return [kind for area, kind in _AREA_KINDS if is_within(scope, area) or is_within(area, scope)]
 
 
 def semantic_matches(
@@ -80,12 +84,34 @@ def semantic_matches(
             continue
         if not is_within(path, scope):
             continue
-        first = hit.content.split("\n", 1)[0]
-        text = first if len(first) <= 256 else first[:255] + "…"
-        ranked.append(Match(path=path, line=1, text=text, score=score, x_explain=explain, x_id=hit.id, x_kind=hit.kind))
+        line, best = _best_line(hit.content, query.semantic)
+        text = best if len(best) <= 256 else best[:255] + "…"
+        line += 0 if path.startswith("/files/") else _content_line(hit)
+        ranked.append(Match(path=path, line=line, text=text, score=score, x_explain=explain, x_id=hit.id,
+                            x_kind=hit.kind))  # fmt: skip
     page = ranked[start : start + limit]
     more = start + limit < len(ranked)
     return MatchPage(matches=page, next_cursor=encode_cursor("semantic", {"o": start + limit}) if more else None)
+
+
+def _best_line(content: str, question: str) -> tuple[int, str]:
+    """The line of the content (1-based) that holds the most of the question's words, and its text;
+    the first line with any text when none holds one."""
+    words = set(hash_tokens(question))
+    lines = content.split("\n")
+    scored = [(len(words.intersection(hash_tokens(line))), -i) for i, line in enumerate(lines) if line.strip()]
+    if not scored:
+        return 1, lines[0]
+    _, index = max(scored)
+    return -index + 1, lines[-index]
+
+
+def _content_line(hit: RecallHit) -> int:
+    """How many lines the note's Markdown puts before its content (the front matter), so a line of the
+    content is numbered as exact search numbers it in the same document."""
+    rendered = render_note(hit)
+    body = hit.content if hit.content.endswith("\n") else hit.content + "\n"
+    return rendered[: len(rendered) - len(body)].count("\n")
 
 
 def hit_path(hit: RecallHit, current: bool) -> str:

@@ -1,7 +1,8 @@
-"""``/files``: the space's jailed workspace of real files and folders, each file with a ``file`` note.
+"""``/files``: the space's jailed workspace of real files and folders, each text file with a ``file`` note.
 
-A write stores the file, then remembers its text (cut at the note cap; its path when binary) as the
-file's note; a delete forgets the notes of the files it removed; a move repoints them
+A write stores the file, then brings its note in line (:mod:`.file_notes`: the text, cut at the note
+cap, unless the file is binary, empty or ignored); a delete retires the notes of the files it
+removed; a move retires those of a file it overwrites and repoints the moved ones
 (docs/memory-fabric.md, "Following the file").
 """
 
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from afi.errors import Conflict, NotFound
+from afi.errors import Conflict, InvalidPath, NotFound
 from afi.model import DeleteResult, Entry, Page, ReadResult
 
-from ..fabric.repoint import create_fabric_repoint_handler, repoint_source
 from .base import Area, Listing, WriteOptions, check_etag
 from .entries import file_entry
+from .file_notes import file_written, files_deleted, files_moved
 from .locate import Node
 
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ class FilesArea(Area):
             check_etag(current, options.if_match)
         info, full = space.workspace.write(node.rest, node.path, data, offset=options.offset, append=options.append,
                                            create_only=options.create_only)  # fmt: skip
-        text = _note_text_of(full, node.rest, space.fabric.memory.limits.max_entry_text_chars)
-        space.fabric.remember(kind="file", path=node.rest, content=text)
+        file_written(space, node.rest, full)
         return file_entry(node.path, info)
 
     def mkdir(self, space: Space, node: Node, *, parents: bool) -> Entry:
@@ -61,26 +61,20 @@ class FilesArea(Area):
 
     def delete(self, space: Space, node: Node, *, recursive: bool) -> DeleteResult:
         removed = space.workspace.delete(node.rest, node.path, recursive=recursive)
-        for rel in removed:
-            note = space.fabric.find_file(rel)
-            if note is not None:
-                space.fabric.forget(id=note.id)
+        files_deleted(space, removed)
         return DeleteResult(deleted=max(1, len(removed)))
 
     def move(self, space: Space, src: Node, dst: Node, *, overwrite: bool) -> Entry:
+        replaced = _file_at(space, dst) if overwrite else None
         info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
-        memory = space.fabric.memory
-        for old, new in moved:
-            repoint_source(memory, old, new, handlers=[create_fabric_repoint_handler(memory)])
+        files_moved(space, moved, [replaced] if replaced is not None and moved else [])
         return file_entry(dst.path, info)
 
 
-def _note_text_of(data: bytes | None, rel: str, cap: int) -> str:
-    """The text a file's note indexes: the file's text (cut at the note cap), or its path when binary."""
-    if data is None or b"\x00" in data:
-        return rel
+def _file_at(space: Space, node: Node) -> str | None:
+    """The workspace path of the regular file at ``node``, if one is there (a move would replace it)."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return rel
-    return text[:cap] if text.strip() else rel
+        entry = space.workspace.stat(node.rest, node.path)
+    except (NotFound, InvalidPath):
+        return None
+    return node.rest if entry.kind == "file" else None

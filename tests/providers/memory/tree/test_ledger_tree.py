@@ -89,10 +89,12 @@ def test_x_conversation_search(provider: MemoryProvider) -> None:
                                                                      page_limit=101)))  # fmt: skip
 
 
-def test_semantic_search_returns_episodes_when_asked(provider: MemoryProvider) -> None:
+def test_semantic_search_returns_episodes_under_their_path(provider: MemoryProvider) -> None:
     obs_id = _obs(provider)
-    plain = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary")))
-    assert all(not m.path.startswith("/episodes/") for m in plain.matches)
+    tree = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary")))
+    assert f"/episodes/{obs_id}.md" in [m.path for m in tree.matches]  # a search of / covers every area
+    facts = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary"), path="/facts"))
+    assert all(not m.path.startswith("/episodes/") for m in facts.matches)
     asked = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="deploys via canary"), path="/episodes"))
     assert [m.path for m in asked.matches] == [f"/episodes/{obs_id}.md"] and (asked.matches[0].score or 0) > 0
     kinds = SearchRequest.model_validate({"query": {"semantic": "deploys via canary"}, "x-kinds": ["fact", "episode"]})
