@@ -51,7 +51,8 @@ def remember(
     kind: KindArg,
     content: ContentArg,
     name: Annotated[
-        str | None, typer.Option("--name", help="Note name (derived from the content when omitted)")
+        str | None,
+        typer.Option("--name", help="Note name: its file name under /facts or /procedures (default: its id)"),
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable)")] = None,
     keyword: Annotated[list[str] | None, typer.Option("--keyword", help="A keyword (repeatable)")] = None,
@@ -88,7 +89,16 @@ def recall(
     kind: Annotated[
         list[str] | None, typer.Option("--kind", help="Kind to return, repeatable (default: fact and file)")
     ] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k", help="Maximum hits")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="Maximum hits")] = 10,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            min=0.0,
+            max=1.0,
+            help="Leave out hits scoring below this (scores are relative: the best match scores about 1)",
+        ),
+    ] = 0.5,
     budget: Annotated[
         int | None, typer.Option("--budget", help="Ceiling on the summed token count of the hits")
     ] = None,
@@ -101,8 +111,16 @@ def recall(
 ) -> None:
     """Recall notes by meaning; shows each hit with why it matched (score, similarity, recency, importance)."""
     with afi_errors():
+        from afi.providers.memory.search.semantic import SEARCH_SCORING
+
         options: dict[str, Any] = {"kinds": kind or None, "top_k": top_k, "budget": budget, "as_of": as_of}
-        result = _fabric(db, space).recall(query, **{k: v for k, v in options.items() if v is not None})
+        found = _fabric(db, space).recall(
+            query, scoring=SEARCH_SCORING, **{k: v for k, v in options.items() if v is not None}
+        )  # the tree search's scoring, so each hit shows its similarity, recency and importance
+        kept = [i for i, why in enumerate(found.explain) if why.score >= threshold]
+        result = found.model_copy(
+            update={"hits": [found.hits[i] for i in kept], "explain": [found.explain[i] for i in kept]}
+        )
         if as_json:
             typer.echo(json.dumps(result.model_dump(mode="json", exclude_none=True), indent=2))
         else:

@@ -113,3 +113,26 @@ def test_every_command_has_help(db: Path) -> None:
     top = afi("--help", db=db)
     for command in ("remember", "recall", "forget"):
         assert command in top.stdout
+
+
+def test_recall_shows_every_signal_and_leaves_out_what_does_not_match(db: Path) -> None:
+    for text in ("The deploy uses a canary in eu-west first", "Alice prefers tea over coffee",
+                 "The office closes at six on Fridays"):  # fmt: skip
+        assert afi("remember", "fact", text, db=db).returncode == 0
+    body = json.loads(afi("recall", "how do we deploy", "--json", db=db).stdout)
+    assert [h["content"] for h in body["hits"]] == ["The deploy uses a canary in eu-west first"]
+    why = body["explain"][0]
+    assert all(isinstance(why[key], float) for key in ("similarity", "recency", "importance"))
+    table = afi("recall", "how do we deploy", db=db).stdout
+    row = next(line for line in table.splitlines() if "canary" in line)
+    assert "-" not in row.replace("eu-west", "").split("│")[3:6], row  # similarity, recency, importance
+    every = json.loads(afi("recall", "how do we deploy", "--json", "--threshold", "0", db=db).stdout)
+    assert len(every["hits"]) == 3
+    refused = afi("recall", "x", "--threshold", "1.5", db=db)
+    assert refused.returncode == 2 and "threshold" in refused.stderr
+
+
+def test_remember_says_how_a_nameless_note_is_named(db: Path) -> None:
+    made = afi("remember", "fact", "Deploys happen on Tuesdays", db=db)
+    assert field(made.stdout, "name") == field(made.stdout, "id")
+    assert "(default: its id)" in " ".join(afi("remember", "--help", db=db).stdout.split())
