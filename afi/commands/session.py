@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import InvalidPath
 from .errors import afi_errors
 from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
 
@@ -106,9 +107,31 @@ def open_scope(session: SessionArg, name: Annotated[str, typer.Argument(help="Sc
 @session_app.command("close-scope")
 def close_scope(session: SessionArg, scope_id: Annotated[str, typer.Argument(help="Scope id")],
                 space: SpaceOption = "default", db: DbOption = None, root: RootOption = None) -> None:  # fmt: skip
-    """Close a work scope: its bound reflections can now be promoted to facts or procedures."""
+    """Close a work scope: its bound reflections can now be promoted ('afi session promote')."""
     with afi_errors():
         _print(_run(db, root, space, "scope.close", session, {"scope_id": scope_id}))
+
+
+@session_app.command("promote")
+def promote(
+    reflection_id: Annotated[str, typer.Argument(help="Reflection id (bound to a closed work scope)")],
+    kind: Annotated[str, typer.Option("--kind", help="fact or procedure")] = "fact",
+    name: Annotated[str | None, typer.Option("--name", help="Note name (default: its id)")] = None,
+    space: SpaceOption = "default",
+    db: DbOption = None,
+    root: RootOption = None,
+) -> None:
+    """Promote a reflection to a fact or procedure note: its text, with promoted_from naming the reflection
+    and the scope it was closed in. Prints the note."""
+    from afi.app.local import local_owner, open_provider
+
+    with afi_errors():
+        if kind not in ("fact", "procedure"):
+            raise InvalidPath(f"a reflection is promoted to a fact or a procedure, not {kind!r}")
+        provider = open_provider(resolve_db(db), resolve_root(root))
+        fields = _given(name=name)
+        note = provider.remember(local_owner(space), kind=kind, reflection_id=reflection_id, **fields)
+        _print(note.model_dump(mode="json", exclude_none=True, exclude={"scope"}))
 
 
 @session_app.command("bind")

@@ -15,6 +15,7 @@ from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric, create_memory_fabric
 from .fabric.memory import space_memory
 from .ledger.ledger import Ledger
+from .ledger.source import LedgerSource
 from .tree.notes_view import NotesView
 from .workspace.advisory import AdvisorySpaceLocks
 from .workspace.locks import SpaceLocks
@@ -99,11 +100,12 @@ class Spaces:
 
     def _build(self, name: str) -> Space:
         memory = space_memory(self._db, name, embedder=self._embedder)
+        ledger = Ledger(self._db, space=name)
         return Space(
-            create_memory_fabric(memory),
+            create_memory_fabric(memory, observational=LedgerSource(ledger)),  # its reflections can be promoted
             NotesView(self._database, memory.scope),
             Workspace(self._root, name, self._database, self._limits),
-            Ledger(self._db, space=name),
+            ledger,
         )
 
 

@@ -22,7 +22,10 @@ def _afi(db: Path, *args: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize(
     "command",
-    [["session", c] for c in ("append", "observe", "reflect", "open-scope", "close-scope", "bind", "show", "list")]
+    [
+        ["session", c]
+        for c in ("append", "observe", "reflect", "open-scope", "close-scope", "promote", "bind", "show", "list")
+    ]
     + [["search"]],
     ids=lambda c: " ".join(c),
 )
@@ -51,6 +54,29 @@ def test_a_session_from_the_command_line(tmp_path: Path) -> None:
     )
     code, out = _afi(db, "search", "canary", "--path", "/sessions", "--json", "--root", str(tmp_path / "files"))
     assert code == 0 and {m["line"] for m in json.loads(out)["matches"]} == {3, 5}
+
+
+def test_a_reflection_of_a_closed_scope_is_promoted_to_a_procedure(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    _afi(db, "session", "append", "s1", "We roll out with a canary", "--id", "m1")
+    obs = json.loads(_afi(db, "session", "observe", "s1", "Deploys via canary", "--source", "m1")[1])["observation"]
+    scope = json.loads(_afi(db, "session", "open-scope", "s1", "deploy")[1])["scope"]["id"]
+    out = _afi(db, "session", "reflect", "s1", "Canary first, then the fleet", "--observation", obs["id"],
+               "--scope", scope)[1]  # fmt: skip
+    reflection = json.loads(out)["reflection"]["id"]
+    code, out = _afi(db, "session", "promote", reflection, "--kind", "procedure", "--name", "deploy")
+    assert code == 2 and "not bound to a closed work scope" in out  # the scope is still open
+    _afi(db, "session", "close-scope", "s1", scope)
+    code, out = _afi(db, "session", "promote", reflection, "--kind", "procedure", "--name", "deploy")
+    note = json.loads(out)
+    assert code == 0 and note["kind"] == "procedure" and note["content"] == "Canary first, then the fleet"
+    assert note["promoted_from"] == {"reflection_id": reflection, "scope_id": scope}
+    code, out = _afi(db, "search", "then the fleet", "--path", "/procedures", "--root", str(tmp_path / "files"))
+    assert code == 0 and out.startswith("/procedures/deploy.md:")
+    code, out = _afi(db, "session", "promote", "0" * 12)
+    assert code == 2 and "not_found" in out
+    code, out = _afi(db, "session", "promote", reflection, "--kind", "episode")
+    assert code == 2 and "fact or a procedure" in out
 
 
 def test_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:

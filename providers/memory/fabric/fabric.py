@@ -367,14 +367,22 @@ def create_memory_fabric(
 ) -> MemoryFabric:
     """Return a fabric over ``memory``; it starts nothing (no workers, timers or tools) until asked.
 
-    Raises MemoryValidationError for bad options or an observational source without session.entries().
+    Raises MemoryValidationError for bad options or an observational source it cannot read.
     """
     if not isinstance(memory, Memory):
         raise MemoryValidationError("create_memory_fabric requires a Memory from create_memory()")
-    if observational is not None and not callable(getattr(getattr(observational, "session", None), "entries", None)):
-        raise MemoryValidationError("observational must expose session.entries()")
+    if observational is not None and not _observational(observational):
+        raise MemoryValidationError("observational must expose session.entries(), or observation() and reflection()")
     settings = resolve_settings(consolidate, linker, evolution, passive, worker_limits)
     return MemoryFabric(memory, settings, observational)
+
+
+def _observational(source: Any) -> bool:
+    """A source the fabric can read: the seed's one session (``session.entries()``), or lookups by id
+    (a ledger of many sessions, :class:`~..ledger.source.LedgerSource`)."""
+    if callable(getattr(getattr(source, "session", None), "entries", None)):
+        return True
+    return callable(getattr(source, "observation", None)) and callable(getattr(source, "reflection", None))
 
 
 def _retire_at(now: str, started: str) -> str:
