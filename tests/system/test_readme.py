@@ -1,0 +1,40 @@
+"""The README's walk-through as a new user follows it, top to bottom: its snippets run and say something,
+and no step removes what a later step reads."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_python_snippet_runs_and_prints_what_its_comment_says(tmp_path: Path) -> None:
+    snippet = next(block for block in _blocks("python") if "create_memory_fabric" in block)
+    printed = next(line for line in snippet.splitlines() if line.startswith("print("))
+    expected = printed.split("#", 1)[1].strip()
+    run = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == expected
+
+
+def test_no_step_deletes_a_note_a_later_step_reads() -> None:
+    steps = "\n".join(_blocks("sh"))
+    deleted: dict[str, int] = {}
+    for match in re.finditer(r"-X DELETE \"\$B/afi/delete\?path=(/[^\"&]+)\"", steps):
+        deleted.setdefault(match.group(1), match.start())
+    read_later = [
+        (path, at)
+        for pattern in (r"cat ~/memory(/\S+)", r"read\?path=(/[^\"&\s]+)")
+        for m in re.finditer(pattern, steps)
+        for path, at in [(m.group(1), m.start())]
+    ]
+    assert deleted, "the walk-through shows a delete"
+    stale = [path for path, at in read_later if path in deleted and at > deleted[path]]
+    assert stale == [], f"read after the README deleted it: {stale}"
