@@ -1,6 +1,7 @@
 # The two commands: `make run` (set up, then serve the memory on the embedded SQLite default)
 # and `make test` (set up, then lint, type-check and run the tests).
 VENV ?= .venv
+ARGS ?=
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 AFI := $(VENV)/bin/afi
@@ -9,8 +10,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps lint typecheck demo bench clean
 
-run: setup
-	$(AFI) serve
+run: setup  ## make run ARGS="--port 9000 --ssh": ARGS go to afi serve
+	$(AFI) serve $(ARGS)
 
 test: setup lint typecheck
 	$(VENV)/bin/pytest

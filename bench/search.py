@@ -2,8 +2,9 @@
 
 ``python -m bench.search [--sizes 10000,100000] [--runs 20] [--results-dir DIR]`` (or ``python -m
 bench search``). A store of N fact notes is built through the fabric (``consolidate=False``, large
-transactions), and the tree the provider shows (``/facts/<name>.md`` and ``/history/<id>.md``, their
-exact rendered bytes) is written out as files, so every side searches identical bytes. Each query
+transactions), and the tree a search of ``/`` walks (``/facts/<name>.md``, the exact rendered bytes;
+``/history`` is left out of a walk from ``/``, as a file server leaves out its snapshots) is written
+out as files, so every side searches identical bytes. Each query
 runs once on every side before timing (warm page cache), and the sets of matching files must agree.
 
 Queries: a selective phrase planted in 0.5% of the notes and a broad one in 8.3%, each as an exact
@@ -125,15 +126,14 @@ def build_store(db: Path, n: int, *, seed: int = SEED) -> None:
 def export_tree(db: Path, out: Path) -> int:
     """Given a built store, write the tree the provider shows under ``out``; return the file count.
 
-    Reads the ``rendered`` column (the provider serves exactly that text) for every active note:
-    ``history/<id>.md`` for each version and ``facts/<name>.md`` for the facts valid now.
+    Reads the ``rendered`` column (the provider serves exactly that text) of the facts valid now, as
+    ``facts/<name>.md``: what a search of ``/`` walks (versions under ``/history`` only when named).
     """
     import sqlite3
 
     from afi.providers.memory.tree.notes_view import now_iso
 
     (out / "facts").mkdir(parents=True)
-    (out / "history").mkdir()
     conn = sqlite3.connect(db)
     now = now_iso()
     rows = conn.execute(
@@ -143,12 +143,9 @@ def export_tree(db: Path, out: Path) -> int:
         (now, now, SPACE),
     )
     count = 0
-    for id_, kind, name, rendered, valid in rows:
-        data = rendered.encode()
-        (out / "history" / f"{id_}.md").write_bytes(data)
-        count += 1
+    for _id, kind, name, rendered, valid in rows:
         if valid and name and kind == "fact":
-            (out / "facts" / f"{name}.md").write_bytes(data)
+            (out / "facts" / f"{name}.md").write_bytes(rendered.encode())
             count += 1
     conn.close()
     return count
@@ -260,10 +257,10 @@ def measure_case(
     best = min(stats["rg"]["p50"], stats["grep"]["p50"])
     if paged.complete:
         agree = paged.files == rg_files == grep_files
-        matching_notes = len({f for f in paged.files if f.startswith("history/")})
+        matching_notes = len({f for f in paged.files if f.startswith("facts/")})
     else:  # what was paged must be among the tools' files
         agree = paged.files <= rg_files == grep_files
-        matching_notes = len({f for f in rg_files if f.startswith("history/")})
+        matching_notes = len({f for f in rg_files if f.startswith("facts/")})
     return {
         "name": case.name,
         "mode": "exact" if case.fixed else "regex",

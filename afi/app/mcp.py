@@ -2,11 +2,14 @@
 
 :func:`memory_fabric_sessions` attaches a fabric of the caller's space to each MCP session (one MCP
 session = one attached fabric session) and serves it the fabric's five ``memory.*`` tools over
-:class:`ProviderToolBackend`: the attach gate and the schemas are the fabric's, every effect is a
-provider verb of the MCP caller, so a tool's write is locked, audited, within the workspace's limits
-and indexed like the same write through any other door. :func:`mcp_binding` builds the binding with
-its receipts in the store file, :func:`mcp_http` the Streamable HTTP endpoint ``afi serve`` mounts at
-``/mcp``, and :func:`open_mcp_stdio` the stdio server of ``afi mcp``.
+:class:`ProviderToolBackend`; a caller without an MCP session (the 2026 revision keeps none, nor does
+stateless HTTP) gets the same tools with an optional ``session`` argument naming the ledger session a
+call runs in, by default the caller's own (:func:`own_session`). Either way the attach gate and the
+schemas are the fabric's, every effect is a provider verb of the MCP caller, so a tool's write is
+locked, audited, within the workspace's limits and indexed like the same write through any other door.
+:func:`mcp_binding` builds the binding with its receipts in the store file, :func:`mcp_http` the
+Streamable HTTP endpoint ``afi serve`` mounts at ``/mcp``, and :func:`open_mcp_stdio` the stdio server
+of ``afi mcp``.
 """
 
 from __future__ import annotations
@@ -33,18 +36,28 @@ from afi.bindings.mcp import (
     stdio_info,
     stdio_streams,
 )
+from afi.bindings.mcp.tools import ToolCall
 from afi.errors import Conflict, NotFound
 from afi.model import Entry
 from afi.provider import Caller
 from afi.providers.memory.fabric.errors import MemoryConflictError, MemoryLimitError, MemoryValidationError
 from afi.providers.memory.fabric.fabric import create_memory_fabric
 from afi.providers.memory.fabric.tool_files import appended_text, capped_text
-from afi.providers.memory.fabric.tools import DEFAULT_MAX_FILE_BYTES, MAX_VIEW_ENTRIES, TOOLS, run_tool
+from afi.providers.memory.fabric.tools import DEFAULT_MAX_FILE_BYTES, MAX_VIEW_ENTRIES, TOOLS, ToolInfo, run_tool
+from afi.providers.memory.ledger.records import MAX_ID_CHARS
 from afi.providers.memory.provider import MemoryProvider
 
 from .local import local_owner, open_provider
 
-__all__ = ["McpStdio", "ProviderToolBackend", "mcp_binding", "mcp_http", "memory_fabric_sessions", "open_mcp_stdio"]
+__all__ = [
+    "McpStdio",
+    "ProviderToolBackend",
+    "mcp_binding",
+    "mcp_http",
+    "memory_fabric_sessions",
+    "open_mcp_stdio",
+    "own_session",
+]
 
 
 @dataclass
@@ -180,6 +193,59 @@ def _viewed(entry: Entry) -> dict[str, Any]:
     return {"name": name, "kind": "other"}
 
 
+SESSION_ARG = "session"
+_SESSION_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_ID_CHARS,
+    "description": "The ledger session this call belongs to; defaults to your own (mcp-<your principal>).",
+}
+
+
+def own_session(caller: Caller) -> str:
+    """Given a caller, return the ledger session its session-less calls belong to when they name none."""
+    name = "".join("_" if char in "/\x00" else char for char in caller.principal.strip()) or "anonymous"
+    return f"mcp-{name}"[:MAX_ID_CHARS]
+
+
+def _session_of(caller: Caller, named: Any) -> str:
+    """Given the ``session`` argument (None: absent), return the ledger session id a call runs in.
+
+    Raises:
+        MemoryValidationError: a name the ledger would refuse (it names /sessions/<id>.md).
+    """
+    if named is None:
+        return own_session(caller)
+    if not isinstance(named, str) or not named or "/" in named or "\x00" in named or named != named.strip():
+        raise MemoryValidationError(
+            f"argument 'session' must name a ledger session: no '/', NUL or surrounding spaces, not {named!r}"
+        )
+    return named
+
+
+def _spec(tool: ToolInfo, schema: dict[str, Any], call: ToolCall) -> ToolSpec:
+    read_only = tool.kind in ("read", "search")
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description,
+        input_schema=schema,
+        output_schema=None,
+        read_only=read_only,
+        destructive=tool.kind == "delete",
+        idempotent=read_only or tool.kind == "delete",
+        call=call,
+        searches=tool.kind == "search",
+    )
+
+
+def _with_session(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "properties": {**schema["properties"], SESSION_ARG: _SESSION_SCHEMA}}
+
+
+def _output(data: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(data, json.dumps(data, ensure_ascii=False))
+
+
 class _FabricSessions:
     """One fabric per MCP session, over the caller's space, attached to that session alone."""
 
@@ -200,23 +266,28 @@ class _FabricSessions:
         for tool in TOOLS:
 
             def call(who: Caller, args: dict[str, Any], name: str = tool.name) -> ToolOutput:
-                data = run_tool(name, gate, session, ProviderToolBackend(self.provider, who), args)
-                return ToolOutput(data, json.dumps(data, ensure_ascii=False))
+                return _output(run_tool(name, gate, session, ProviderToolBackend(self.provider, who), args))
 
-            read_only = tool.kind in ("read", "search")
-            specs.append(
-                ToolSpec(
-                    name=tool.name,
-                    description=tool.description,
-                    input_schema=tool.input_schema,
-                    output_schema=None,
-                    read_only=read_only,
-                    destructive=tool.kind == "delete",
-                    idempotent=read_only or tool.kind == "delete",
-                    call=call,
-                    searches=tool.kind == "search",
-                )
-            )
+            specs.append(_spec(tool, tool.input_schema, call))
+        return specs
+
+    def sessionless(self) -> list[ToolSpec]:
+        specs = []
+        for tool in TOOLS:
+
+            def call(who: Caller, args: dict[str, Any], name: str = tool.name) -> ToolOutput:
+                rest = dict(args)
+                session = _McpSession(_session_of(who, rest.pop(SESSION_ARG, None)))
+                # The gate is open for this call alone: no MCP session will come back to close it.
+                gate = create_memory_fabric(self.provider.fabric(who.space).memory)
+                attachment = gate.attach(session)
+                try:
+                    data = run_tool(name, gate, session, ProviderToolBackend(self.provider, who), rest)
+                finally:
+                    attachment.detach()
+                return _output({**data, SESSION_ARG: session.id})
+
+            specs.append(_spec(tool, _with_session(tool.input_schema), call))
         return specs
 
     def close(self, session_id: str) -> None:

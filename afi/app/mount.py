@@ -8,6 +8,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
+from afi.auth.keys import LOCAL_OWNER
 from afi.bindings.fuse import AfiFS, MountError, check_mountpoint, serve_mount
 from afi.errors import InvalidPath
 from afi.paths import normalize
@@ -98,12 +99,15 @@ def prepare_mount(
 ) -> PreparedMount:
     """Open the provider as ``secret``'s caller (the local owner without one) and build the mount's filesystem.
 
+    The mount opens the store itself, so whoever runs it is the store's owner, whatever API keys
+    exist: keys are for callers that come through a server.
+
     Raises an AfiError when the token is refused or ``subtree`` is not a folder.
     """
     subtree = normalize(subtree)
     info = {"mountpoint": str(where), "subtree": subtree, "read_only": ro, "pid": os.getpid()}
     provider = open_provider(db, root, manifest_extra={"x-fuse": info})
-    caller = provider.authenticate(secret)
+    caller = provider.authenticate(secret) if secret else LOCAL_OWNER
     if provider.stat(caller, subtree).type != "directory":
         raise InvalidPath("--subtree must name a folder", path=subtree)
     fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))

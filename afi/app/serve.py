@@ -7,6 +7,7 @@ store. The parent announces the address once: ``afi: listening on http://…``.
 
 from __future__ import annotations
 
+import errno
 import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,13 +25,14 @@ from uvicorn.supervisors.multiprocess import Process
 from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
 from afi.bindings.mcp import mount_mcp
+from afi.errors import Conflict
 from afi.providers.memory.provider import MemoryProvider
 from afi.storage.database import store_label
 
 from .local import open_provider
 from .mcp import mcp_http
 
-__all__ = ["AppSpec", "Listen", "open_server", "prebuild", "serve_workers"]
+__all__ = ["AppSpec", "Listen", "check_port", "open_server", "prebuild", "serve_workers"]
 
 stdout = Console(highlight=False)
 
@@ -86,6 +88,32 @@ class Listen:
         return ServerConfig(app, limits=limits, **options, **kw)
 
 
+def check_port(listen: Listen) -> None:
+    """Given where to listen, raise when another process holds that address (uvicorn would only log
+    ``[Errno 98]``); port 0 always binds.
+
+    Raises:
+        Conflict: the port is in use on that host.
+    """
+    if listen.port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(listen.host, listen.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return  # a host that does not resolve: uvicorn says so in its own words
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind(address)
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                return
+            raise Conflict(
+                f"port {listen.port} on {listen.host} is in use (another afi serve?): pick another with --port"
+            ) from None
+
+
 def _announce(name: tuple[Any, ...], spec: AppSpec) -> None:
     host, port = name[0], name[1]
     shown = f"[{host}]" if ":" in host else host
@@ -106,8 +134,13 @@ def prebuild(spec: AppSpec) -> None:
 def serve_workers(spec: AppSpec, listen: Listen, workers: int) -> int:
     """Bind and listen in this process, announce, then run uvicorn's supervisor of ``workers`` workers.
 
-    Returns the exit status: 1 when a worker could not start, else 0.
+    Returns the exit status: 1 when a worker could not start, 2 when the port is in use, else 0.
     """
+    try:
+        check_port(listen)
+    except Conflict as err:
+        print(f"afi: {err.code}: {err.message}", file=sys.stderr, flush=True)
+        return 2
     config = listen.config(spec, workers=workers, factory=True)
     sockets = _worker_sockets(config, workers)
     _announce(sockets[0].getsockname(), spec)
@@ -186,6 +219,10 @@ def open_server(spec: AppSpec, listen: Listen) -> tuple[uvicorn.Server, MemoryPr
     """Build the app and return the (not yet started) uvicorn server of one process, with the provider.
 
     ``server.run()`` serves until SIGINT or SIGTERM; :func:`afi.app.ssh.run_beside` runs SSH beside it.
+
+    Raises:
+        Conflict: the port is in use.
     """
+    check_port(listen)
     app, provider = spec.build()
     return _AnnouncingServer(listen.config(app), spec), provider

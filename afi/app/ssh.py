@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,11 @@ from afi.auth.ssh_keys import SshKeyStore
 from afi.bindings.ssh import SshLimits, start_ssh_server
 from afi.config import default_data_dir
 from afi.provider import Caller
+from afi.storage.database import is_postgres_url
 
-__all__ = ["Refused", "SshOptions", "run_beside", "run_ssh", "start"]
+__all__ = ["HOST_KEY_NAME", "Refused", "SshOptions", "default_host_key", "run_beside", "run_ssh", "start"]
+
+HOST_KEY_NAME = "ssh_host_ed25519_key"
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False)
@@ -41,24 +45,41 @@ class SshOptions:
     output_cap: int = 4 * 1024 * 1024
 
 
-def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, bool, int]:
-    """Return (verify_key, keyless, how many keys can log in)."""
+def default_host_key(db: Path | str) -> Path:
+    """Given the store, return where its SSH host key lives by default: beside a SQLite file (so two
+    stores do not share a host key by accident), or in the per-user data folder for PostgreSQL."""
+    if is_postgres_url(db):
+        return default_data_dir() / HOST_KEY_NAME
+    return Path(db).expanduser().parent / HOST_KEY_NAME
+
+
+def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, Callable[[], bool], int]:
+    """Return (verify_key, whether no key is active now, how many keys can log in now)."""
     store = SshKeyStore(db)
+    api = KeyStore(db)
     listed = AuthorizedKeys(authorized) if authorized is not None else None
 
     def verify(blob: bytes) -> Caller | None:
         caller = listed.lookup(blob) if listed is not None else None
         return caller if caller is not None else store.verify(blob)
 
+    def keyless() -> bool:
+        return listed is None and store.count() == 0 and api.count() == 0
+
     known = (len(listed) if listed is not None else 0) + store.count()
-    keyless = listed is None and store.count() == 0 and KeyStore(db).count() == 0
     return verify, keyless, known
 
 
 async def start(provider: Any, db: Path | str, options: SshOptions) -> Any:
-    """Given a provider and its store, start the SSH server; return its acceptor (announced on stdout)."""
+    """Given a provider and its store, start the SSH server; return its acceptor (announced on stdout).
+
+    While no key is active (none added, or every one revoked) and no authorized-keys file is given,
+    a loopback caller is the local owner without a key; that is checked at each new connection.
+    """
     verify, keyless, known = _verifier(db, options.authorized_keys)
-    if keyless and not is_loopback_host(options.host):
+    open_now = keyless()
+    loopback = is_loopback_host(options.host)
+    if open_now and not loopback:
         raise Refused(
             f"refusing SSH on {options.host} without keys: add one (afi token ssh add KEY.pub) or pass "
             "--authorized-keys, or bind 127.0.0.1"
@@ -67,8 +88,8 @@ async def start(provider: Any, db: Path | str, options: SshOptions) -> Any:
         provider,
         host=options.host,
         port=options.port,
-        host_key=options.host_key or default_data_dir() / "ssh_host_ed25519_key",
-        verify_key=None if keyless else verify,
+        host_key=options.host_key or default_host_key(db),
+        verify_key=verify,
         keyless=keyless,
         limits=SshLimits(
             connections_per_minute=options.connections_per_minute,
@@ -77,10 +98,10 @@ async def start(provider: Any, db: Path | str, options: SshOptions) -> Any:
         ),
     )
     port = acceptor.get_port()
-    how = "no keys: every loopback caller is the local owner" if keyless else f"{known} key(s) may log in"
+    how = "no keys: every loopback caller is the local owner" if open_now else f"{known} key(s) may log in"
     stdout.print(f"afi: listening on ssh://{options.host}:{port} ({how})", markup=False, soft_wrap=True)
     stdout.file.flush()
-    if not keyless and known == 0:
+    if not open_now and known == 0:
         stderr.print(
             "afi: no SSH key can log in yet: add one with 'afi token ssh add ~/.ssh/id_ed25519.pub'", markup=False
         )

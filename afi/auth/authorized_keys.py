@@ -5,7 +5,9 @@ map the key to a caller, e.g.::
 
     afi-space="default",afi-scopes="afi:read afi:write",afi-principal="alice" ssh-ed25519 AAAA… alice@laptop
 
-A key without ``afi-scopes`` may only read; ``afi-principal`` defaults to ``ssh:<fingerprint>``.
+The file is the owner's: a plain line (a user's own ``id_ed25519.pub``, no options) reads and writes
+the space ``default``, as the owner does; ``afi-space`` and ``afi-scopes`` narrow a key (e.g.
+``afi-scopes="afi:read"``). ``afi-principal`` defaults to ``ssh:<fingerprint>``.
 OpenSSH's own options (``restrict``, ``from=…``) are accepted and ignored.
 """
 
@@ -96,7 +98,7 @@ def parse_key_line(line: str) -> PublicKey:
 
 
 def caller_for(key: PublicKey) -> Caller:
-    """Given a key with our options, return the caller it maps to (read-only unless scopes say more).
+    """Given a key with our options, return the caller it maps to (read and write unless scopes say less).
 
     Raises:
         InvalidPath: an unknown scope or a malformed space name.
@@ -104,7 +106,7 @@ def caller_for(key: PublicKey) -> Caller:
     space = key.options.get("afi-space", "default")
     if not _SPACE.match(space):
         raise InvalidPath(f"bad afi-space {space!r}")
-    scopes = tuple(key.options.get("afi-scopes", "afi:read").replace(",", " ").split())
+    scopes = tuple(key.options.get("afi-scopes", "afi:read afi:write").replace(",", " ").split())
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown or not scopes:
         raise InvalidPath(f"bad afi-scopes {key.options.get('afi-scopes')!r}: the scopes are {', '.join(SCOPES)}")

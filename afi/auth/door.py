@@ -3,8 +3,9 @@
 ``Door.admit`` turns a request's credentials into a :class:`~afi.provider.Caller`: it refuses tokens in
 query strings, reads ``Authorization: Bearer``, authenticates through the provider, rate-limits (by
 address on failure, by principal on success), binds the caller to the space a URL names, and guards
-the keyless loopback mode: with no API keys the local owner is served only to requests whose ``Host``
-and ``Origin`` are loopback, so a web page (or a DNS-rebound name) cannot reach the memory.
+the keyless loopback mode: with no active API key the local owner is served only to requests from
+this machine whose ``Host`` and ``Origin`` are loopback, so a web page (or a DNS-rebound name) cannot
+reach the memory. Once keys exist, the owner's token (``afi auth token``) is still the owner.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Forbidden, InvalidPath, Unauthorized
 from ..provider import Caller, Provider
+from .keys import LOCAL_OWNER
 from .ratelimit import RateLimiter
 
 __all__ = ["QUERY_TOKEN_NAMES", "Door", "InvalidToken", "is_loopback_host", "is_loopback_origin"]
@@ -58,6 +60,14 @@ def is_loopback_origin(origin: str) -> bool:
     return is_loopback_host(netloc or origin)
 
 
+def _from_this_machine(address: str) -> bool:
+    """Given a peer address, False only for an IP address of another machine (a socket may have none)."""
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return True
+
+
 @dataclass(frozen=True)
 class Door:
     """What a binding checks before any verb: credentials, rate, space, and the keyless guard."""
@@ -82,7 +92,7 @@ class Door:
         Raises:
             InvalidPath: a token in the query string.
             Unauthorized: a missing, malformed, unknown or revoked key (InvalidToken: another space's).
-            Forbidden: a keyless request whose Host or Origin is not loopback.
+            Forbidden: a keyless request from another machine, or whose Host or Origin is not loopback.
             RateLimited: too many requests from this address or principal.
         """
         for name in query_keys:
@@ -103,13 +113,15 @@ class Door:
         if self.rate_limit is not None:
             self.rate_limit.check(f"principal:{caller.principal}")
         if token is None:
+            if not _from_this_machine(address):
+                raise Forbidden("without API keys this server answers only to this machine (create a key)")
             if host is not None and not is_loopback_host(host):
                 raise Forbidden("without API keys this server answers only to loopback names (create a key)")
             if origin is not None and not is_loopback_origin(origin):
                 raise Forbidden(f"without API keys the Origin {origin!r} may not use this server")
-            if url_space or self.default_space:
-                # Keyless (loopback) mode: the local owner works in whichever space the URL names.
-                caller = replace(caller, space=url_space or self.default_space or caller.space)
+        if caller.principal == LOCAL_OWNER.principal and (url_space or self.default_space):
+            # The owner (keyless on loopback, or with the owner token) works in whichever space the URL names.
+            caller = replace(caller, space=url_space or self.default_space or caller.space)
         if url_space is not None and caller.space != url_space:
             raise InvalidToken(f"this key is bound to another space, not {url_space!r}")
         if self.allowed_spaces is not None and caller.space not in self.allowed_spaces:

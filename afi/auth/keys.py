@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import InvalidPath, Unauthorized
 from ..provider import SCOPES, Caller
 from ..storage.database import open_database
+from .owner import OwnerCredential, owner_token_path
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
 
@@ -61,6 +62,7 @@ class KeyStore:
     def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
         self.db = str(db)
         self._db = open_database(db, busy_timeout_ms=busy_timeout_ms)
+        self.owner = OwnerCredential(owner_token_path(db))
 
     def create(
         self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None
@@ -110,9 +112,9 @@ class KeyStore:
     def authenticate(self, token: str | None) -> Caller:
         """Given a bearer token or ``None``, return the caller.
 
-        While no key was ever issued, a missing token is the local owner (all scopes, space
-        ``default``). Once one exists (even revoked, so revoking the last key never reopens the
-        door), a token is required.
+        While no key is active (none was issued, or every one was revoked), a missing token is the
+        local owner (all scopes, space ``default``); otherwise a token is required. The owner's
+        token (:mod:`.owner`, ``afi auth token``) is the local owner whatever keys exist.
 
         Raises:
             Unauthorized: the token is missing where one is required, unknown, or revoked.
@@ -120,7 +122,12 @@ class KeyStore:
         if token is None or token == "":
             if self.count() == 0:
                 return LOCAL_OWNER
-            raise Unauthorized("this server requires an API key: send 'Authorization: Bearer <token>'")
+            raise Unauthorized(
+                "this server requires an API key: send 'Authorization: Bearer <token>' "
+                "(the store's owner on this machine: Bearer $(afi auth token))"
+            )
+        if self.owner.matches(token):
+            return LOCAL_OWNER
         caller = self.verify(token)
         if caller is None:
             raise Unauthorized("the API key is unknown or revoked")
@@ -142,10 +149,11 @@ class KeyStore:
             )
         return cur.rowcount == 1
 
-    def count(self) -> int:
-        """Return how many keys were ever issued (revoked ones count: see :meth:`authenticate`)."""
+    def count(self, *, revoked: bool = False) -> int:
+        """Return how many keys are active (with ``revoked``, how many were ever issued)."""
+        where = "" if revoked else " WHERE revoked_at IS NULL"
         with self._db.read() as conn:
-            row = conn.execute("SELECT count(*) FROM afi_keys").fetchone()
+            row = conn.execute("SELECT count(*) FROM afi_keys" + where).fetchone()
         return int(row[0])
 
     def close(self) -> None:

@@ -80,6 +80,15 @@ class RateLimiter:
             retry_after=round(max(wait, 0.001), 3),
         )
 
+    def wait(self, key: str) -> float:
+        """Return the seconds until ``key``'s bucket holds a token (0 when it holds one now), spending none."""
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                return 0.0
+            tokens = min(float(self.burst), bucket.tokens + (self._clock() - bucket.stamp) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def describe(self) -> dict[str, Any]:
         """Return the limit as the manifest's ``x-limits.rate`` shows it."""
         return {"per_second": self.rate, "burst": self.burst, "keyed_by": "principal or address"}

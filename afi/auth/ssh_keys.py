@@ -64,13 +64,14 @@ class SshKeyStore:
         """Given an OpenSSH public-key line, store it as a principal; return its record.
 
         Of two callers adding the same key at once (threads, processes, or two machines on one
-        PostgreSQL), one adds it and the other is told it was already added.
+        PostgreSQL), one adds it and the other is told it was already added. A key added before and
+        revoked since is added again, as a new grant (the revoked one stays listed).
 
         Args:
             api_key: attach to this API key id instead: the key then acts as that principal.
 
         Raises:
-            InvalidPath: not a key line, a key already added, an unknown or revoked
+            InvalidPath: not a key line, a key already added (and active), an unknown or revoked
                 API key, or (as :meth:`KeyStore.create` checks) bad scopes or space.
         """
         try:
@@ -87,6 +88,13 @@ class SshKeyStore:
         record_id = "ssh_" + secrets.token_hex(6)
         created = _now()
         with self._db.transaction() as conn:
+            # A revoked key may come back as a new grant: its old row keeps its history under a
+            # fingerprint no presented key has (a space never occurs in one), so the new row is unique.
+            conn.execute(
+                "UPDATE afi_ssh_keys SET fingerprint = fingerprint || ' revoked ' || id"
+                " WHERE fingerprint = ? AND revoked_at IS NOT NULL",
+                (key.fingerprint,),
+            )
             # ON CONFLICT, not a caught IntegrityError: on PostgreSQL a failed statement aborts the transaction
             added = conn.execute(
                 "INSERT INTO afi_ssh_keys (id, name, fingerprint, public_key, space, scopes, api_key, created_at)"
@@ -133,7 +141,9 @@ class SshKeyStore:
                 " COALESCE(s.api_key, s.id), s.name, s.created_at, s.revoked_at"
                 " FROM afi_ssh_keys s LEFT JOIN afi_keys k ON k.id = s.api_key ORDER BY s.rowid"
             ).fetchall()
-        return [SshKeyRecord(r[0], r[1], r[2], tuple(r[3].split()), r[4], r[5], r[6], r[7]) for r in rows]
+        return [
+            SshKeyRecord(r[0], r[1].split(" ", 1)[0], r[2], tuple(r[3].split()), r[4], r[5], r[6], r[7]) for r in rows
+        ]
 
     def revoke(self, key_id: str) -> bool:
         """Given an SSH key id, revoke it; return False when no active key has that id."""
@@ -143,10 +153,11 @@ class SshKeyStore:
             )
         return cur.rowcount == 1
 
-    def count(self) -> int:
-        """Return how many SSH keys were ever added (revoked ones count)."""
+    def count(self, *, revoked: bool = False) -> int:
+        """Return how many SSH keys are active (with ``revoked``, how many were ever added)."""
+        where = "" if revoked else " WHERE revoked_at IS NULL"
         with self._db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM afi_ssh_keys").fetchone()[0])
+            return int(conn.execute("SELECT count(*) FROM afi_ssh_keys" + where).fetchone()[0])
 
 
 def _validate(space: str, scopes: tuple[str, ...]) -> None:

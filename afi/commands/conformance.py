@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ..clients import HttpClient
 from ..conformance import run_kit
+from .options import DbOption, resolve_db
 
 __all__ = ["register"]
 
@@ -19,7 +20,14 @@ stdout = Console(highlight=False)
 
 def conformance(
     url: Annotated[str, typer.Argument(help="The server's base URL, e.g. http://127.0.0.1:8765")],
-    token: Annotated[str | None, typer.Option("--token", envvar="AFI_TOKEN", help="A key that may write")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="AFI_TOKEN",
+            help="A key that may write [default, for a server on this machine: the --db store's owner token]",
+        ),
+    ] = None,
     other_token: Annotated[
         str | None, typer.Option("--other-token", help="A key of another space, to check cloaking")
     ] = None,
@@ -28,8 +36,13 @@ def conformance(
     only: Annotated[
         list[str] | None, typer.Option("--only", help="Run only scenarios whose id starts with this (repeatable)")
     ] = None,
+    db: DbOption = None,
 ) -> None:
     """Run the AFI conformance kit against URL; exit 1 when any scenario fails."""
+    if token is None:
+        from ..app.auth_status import owner_token_for
+
+        token = owner_token_for(url, resolve_db(db, create=False))
     client = HttpClient(url, token)
     other = HttpClient(url, other_token) if other_token else None
     anonymous = HttpClient(url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -12,12 +13,15 @@ from ..storage.database import is_postgres_url
 
 __all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root"]
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C:/… is a Windows path
+_SQLITE = "sqlite:///"
+
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         envvar="AFI_DB",
-        help="The store: a SQLite file, or a postgresql://user:password@host/database URL "
+        help="The store: a SQLite file (or sqlite:///file), or a postgresql://user:password@host/database URL "
         "[default: ~/.local/share/afi/afi.db]",
     ),
 ]
@@ -37,10 +41,29 @@ def resolve_db(db: str | Path | None, *, create: bool = True) -> Path | str:
     (its folder created unless ``create`` is False)."""
     if db is not None and is_postgres_url(str(db)):
         return str(db)
+    if db is not None and _URL.match(str(db)):
+        db = _sqlite_path(str(db))
     path = (Path(db) if db is not None else default_data_dir() / "afi.db").expanduser()
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _sqlite_path(url: str) -> str:
+    """Given a ``--db`` that looks like a URL, return the SQLite file a ``sqlite:///`` URL names
+    (``sqlite:///afi.db`` relative, ``sqlite:////srv/afi.db`` absolute, as SQLAlchemy reads them).
+
+    Raises:
+        typer.BadParameter: the URL of an engine afi does not speak (it is not taken for a file name).
+    """
+    if url.startswith(_SQLITE) and len(url) > len(_SQLITE):
+        return url[len(_SQLITE) :]
+    scheme = url.split(":", 1)[0]
+    raise typer.BadParameter(
+        f"{scheme}:// is not a store afi can open. Supported engines: SQLite (a file path such as ./afi.db, "
+        "or sqlite:///afi.db) and PostgreSQL (postgresql://user:password@host/database).",
+        param_hint="'--db'",
+    )
 
 
 def resolve_root(root: Path | None, *, create: bool = True) -> Path:

@@ -84,9 +84,10 @@ def serve(
     keys.close()
     if not is_loopback(host) and no_keys:
         _refuse(
-            f"refusing to listen on {host}: no API key exists, so anyone who can reach it would own the "
+            f"refusing to listen on {host}: no active API key exists, so anyone who can reach it would own the "
             "memory. Create one first (afi token create --scope afi:write) or bind 127.0.0.1."
         )
+    _keep_owner_token(db_path)
     from afi.app.serve import AppSpec, Listen, open_server, prebuild, serve_workers
 
     root_path = resolve_root(root)
@@ -111,6 +112,17 @@ def serve(
             run_beside(server, provider, db_path, SshOptions(host, ssh_port, authorized_keys, host_key))
         return
     server.run()
+
+
+def _keep_owner_token(db: Path | str) -> None:
+    """Make sure the store's owner token exists, so the owner is served once keys exist (afi auth token)."""
+    from ..auth.owner import ensure_owner_token
+    from ..errors import AfiError
+
+    try:
+        ensure_owner_token(db)
+    except (AfiError, OSError) as err:
+        stderr.print(f"afi: warning: {err}", markup=False)
 
 
 def _refuse(message: str) -> NoReturn:

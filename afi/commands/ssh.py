@@ -27,7 +27,9 @@ AuthorizedKeysOption = Annotated[
 HostKeyOption = Annotated[
     Path | None,
     typer.Option(
-        "--host-key", help="Host key file, generated once if absent [default: <data dir>/ssh_host_ed25519_key]"
+        "--host-key",
+        help="Host key file, generated once if absent [default: ssh_host_ed25519_key beside the --db file; "
+        "<data dir>/ssh_host_ed25519_key for PostgreSQL]",
     ),
 ]
 
@@ -50,7 +52,13 @@ def ssh(
     port: Annotated[int, typer.Option(help="Port (0 picks a free one)")] = 2222,
     authorized_keys: AuthorizedKeysOption = None,
     host_key: HostKeyOption = None,
-    conn_rate: Annotated[int, typer.Option(help="New connections per minute per address (0: no limit)")] = 10,
+    conn_rate: Annotated[
+        int,
+        typer.Option(
+            help="Failed logins per minute per address; past it new connections are refused, saying why "
+            "(connections that log in are not counted; 0: no limit)"
+        ),
+    ] = 10,
     cmd_rate: Annotated[int, typer.Option(help="Commands per minute per session (0: no limit)")] = 100,
     output_cap: Annotated[int, typer.Option(help="Most bytes one command may print")] = 4 * 1024 * 1024,
 ) -> None:

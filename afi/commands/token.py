@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from rich.table import Column, Table
 
 from ..auth.keys import KeyStore
 from ..auth.ssh_keys import SshKeyStore
+from ..errors import InvalidPath
 from .errors import afi_errors, stderr
 from .options import DbOption, resolve_db
 
@@ -43,17 +45,24 @@ def create(
 
 @token_app.command("list")
 def list_keys(db: DbOption = None) -> None:
-    """List keys (never their tokens)."""
-    table = Table(Column("id", no_wrap=True), "name", "space", "scopes", "created", "revoked")
-    for record in KeyStore(resolve_db(db)).list():
-        table.add_row(
-            record.id,
-            record.name or "",
-            record.space,
-            " ".join(record.scopes),
-            record.created_at,
-            record.revoked_at or "",
-        )
+    """List keys (never their tokens): a table on a terminal, tab-separated rows when piped."""
+    rows = [
+        (r.id, r.name or "", r.space, " ".join(r.scopes), r.created_at, r.revoked_at or "")
+        for r in KeyStore(resolve_db(db)).list()
+    ]
+    _rows(("id", "name", "space", "scopes", "created", "revoked"), rows)
+
+
+def _rows(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    """Print a rich table on a terminal; piped, one tab-separated line per row (no header), whole."""
+    if not stdout.is_terminal:
+        for row in rows:
+            sys.stdout.write("\t".join(row) + "\n")
+        sys.stdout.flush()
+        return
+    table = Table(Column(header[0], no_wrap=True), *header[1:])
+    for row in rows:
+        table.add_row(*row)
     stdout.print(table)
 
 
@@ -84,13 +93,30 @@ def ssh_add(
     db: DbOption = None,
 ) -> None:
     """Let an SSH public key log in, as its own principal or as an existing API key."""
-    line = sys.stdin.read() if public_key == "-" else Path(public_key).expanduser().read_text(encoding="utf-8")
     with afi_errors():
+        line = sys.stdin.read() if public_key == "-" else _key_line(Path(public_key).expanduser())
         record = SshKeyStore(resolve_db(db)).add(
             line, space=space, scopes=tuple(scope or ["afi:read"]), name=name, api_key=api_key
         )
     stderr.print(f"added {record.id} (space {record.space}, scopes {' '.join(record.scopes)})", markup=False)
     stdout.print(f"{record.id} {record.fingerprint}", markup=False)
+
+
+def _key_line(path: Path) -> str:
+    """Given the path of a public key file, return its text.
+
+    Raises:
+        InvalidPath: it is missing, unreadable, or not text.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidPath("no such public key file", path=str(path)) from None
+    except IsADirectoryError:
+        raise InvalidPath("a folder, not a public key file (give the .pub file)", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else "not a text file"
+        raise InvalidPath(f"cannot read this public key file: {reason}", path=str(path)) from None
 
 
 @ssh_app.command("list")

@@ -189,6 +189,8 @@ STEPS: tuple[PgStep, ...] = (
     # half the bytes of a vector, under PostgreSQL's 2 KB TOAST threshold for a 200-character note,
     # and exactly what the SQLite store keeps (afi.storage and the fabric's vector_bytes say more)
     PgStep(2, "embeddings at half precision", _sql(_HALF_PRECISION)),
+    # a space's last write (the time its folders show) is one index lookup
+    PgStep(3, "audit by space", _sql("CREATE INDEX audit_space_seq ON audit (space, seq);")),
 )
 LATEST = len(STEPS)
 

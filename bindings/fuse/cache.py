@@ -21,7 +21,7 @@ import pyfuse3
 import trio
 
 from afi.model import Entry
-from afi.paths import basename
+from afi.paths import basename, parent
 from afi.provider import Caller, Provider
 
 from .base import SEARCH_ENTRY, Calls
@@ -161,6 +161,18 @@ class Invalidator:
         node.page_etag = None
         _invalidate_attributes([node.ino])
         trio.lowlevel.start_thread_soon(functools.partial(_invalidate_pages, node.ino), _ignore_outcome)
+
+    def refused(self, path: str, *, gone: bool = False) -> None:
+        """The provider refused to store ``path``: the kernel shows what is stored again (or, ``gone``: nothing)."""
+        node = self._inodes.known(path)
+        if node is None:
+            return
+        node.entry = node.page_etag = None
+        _invalidate_attributes([node.ino])
+        trio.lowlevel.start_thread_soon(functools.partial(_invalidate_pages, node.ino), _ignore_outcome)
+        folder = self._inodes.known(parent(path))
+        if gone and folder is not None:
+            pyfuse3.invalidate_entry_async(folder.ino, os.fsencode(basename(path)), ignore_enoent=True)
 
 
 def _invalidate_attributes(inodes: list[int]) -> None:

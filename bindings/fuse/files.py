@@ -123,9 +123,13 @@ class Contents:
             self._inodes.stale(path)
             raise fuse_error(errno.ESTALE) from None
         except InvalidPath as err:
-            if not handle.local:
+            handle.dirty = False  # kept in memory, or refused once: release does not try again
+            local = self._local.get(path) if handle.local else None
+            if local is None or not local.reason:
+                # The name is one the provider stores: what the file holds is refused (an empty note). A
+                # shell's `>` closes a copy of the descriptor before writing, so this is said at release.
+                handle.refused = err.message
                 raise
-            handle.dirty = False  # kept in memory, or refused (ENOSPC) once: release does not try again
             self._local.keep(path, data, reason=err.message)
             return None
         except AfiError:

@@ -99,6 +99,7 @@ class WriteHandle:
     base_etag: str | None = None  # the stored version the buffer was loaded from: the commit's if_match
     appending: bool = False  # opened O_APPEND: every write goes to the end, stored as a provider append
     appended_from: int | None = None  # where the appended bytes start in the buffer (once loaded)
+    refused: str | None = None  # why the provider refused what the buffer held when last flushed
 
     def put(self, offset: int, data: bytes) -> None:
         assert self.buffer is not None
@@ -107,6 +108,7 @@ class WriteHandle:
             self.buffer.extend(b"\x00" * (offset - len(self.buffer)))
         self.buffer[offset:end] = data
         self.dirty = True
+        self.refused = None
 
     def truncate(self, size: int) -> None:
         assert self.buffer is not None

@@ -7,8 +7,8 @@ through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (p
 
 :class:`AfiFS` answers the requests; the state lives in its parts: the inode table (:mod:`.nodes`), the
 open handles (:mod:`.handles`), the memory-only files (:mod:`.localfiles`: editors' temp files under
-names the provider refuses), entries, listings and their invalidation (:mod:`.cache`), and file bytes
-to and from the provider (:mod:`.files`).
+names the provider refuses), entries, listings and their invalidation (:mod:`.cache`), file bytes
+to and from the provider (:mod:`.files`), and renames (:mod:`.moves`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pyfuse3
 
-from afi.errors import AfiError, Forbidden, InvalidPath, NotFound
+from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
 from afi.model import Entry
 from afi.provider import Caller, Provider
 
@@ -29,7 +29,9 @@ from .cache import Entries, Invalidator, cacheable
 from .files import Contents
 from .handles import DirHandle, Handles, ReadHandle, SearchHandle, WriteHandle
 from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
+from .moves import rename_path
 from .nodes import SEARCH_PATH, Inodes, Node, attributes, filesystem_stats, xattrs
+from .setattrs import change_mode, truncate
 
 __all__ = ["XATTRS", "AfiFS"]
 
@@ -122,18 +124,11 @@ class AfiFS(pyfuse3.Operations):
     @mapped_errors
     async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:
         node = self.inodes.node(inode)
+        if fields.update_mode:
+            await change_mode(self, node, attr.st_mode)
         if fields.update_size:
-            await self._truncate(node, attr.st_size, fh)
+            await truncate(self, node, attr.st_size, fh)
         return await self.getattr(inode)
-
-    async def _truncate(self, node: Node, size: int, fh: int | None) -> None:
-        if node.path == SEARCH_PATH:
-            return  # `> /.afi/search` truncates nothing: the request lives in the handle
-        if size > self.max_file:
-            raise fuse_error(errno.EFBIG)
-        self._may_change(await self.entries.get(node.path))
-        handle = self.handles.get(fh) if fh is not None else None
-        await self.contents.truncate(node, size, handle if isinstance(handle, WriteHandle) else None)
 
     @mapped_errors
     async def readlink(self, inode: int, ctx: Any) -> bytes:
@@ -207,7 +202,10 @@ class AfiFS(pyfuse3.Operations):
         self._may_change()
         path = self.inodes.child(parent_inode, name)
         self.invalidator.changed()
-        entry = await self.call(self.provider.mkdir, path)
+        try:
+            entry = await self.call(self.provider.mkdir, path)
+        except Unsupported:  # no folders there (/facts is flat): not permitted, rather than "not implemented"
+            raise fuse_error(errno.EPERM) from None
         node = self.inodes.for_path(path)
         self.inodes.remember(node, entry)
         node.lookups += 1
@@ -242,28 +240,10 @@ class AfiFS(pyfuse3.Operations):
         self._may_change()
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise fuse_error(errno.EINVAL)
-        keep = bool(flags & pyfuse3.RENAME_NOREPLACE)
         source = self.inodes.child(parent_old, name_old)
         destination = self.inodes.child(parent_new, name_new)
         self.invalidator.changed()
-        local = self.locals.get(source)
-        if local is not None:
-            try:
-                entry = await self.call(self.provider.write, destination, local.data, create_only=keep)
-            except InvalidPath as err:  # still not a name the provider stores: it stays in memory
-                self.locals.rename(source, destination, reason=err.message)
-                self.inodes.moved(source, destination)
-                self.handles.repoint(source, destination)
-                return
-            self.locals.pop(source)
-        else:
-            if keep and destination in self.locals:
-                raise fuse_error(errno.EEXIST)
-            entry = await self.call(self.provider.move, source, destination, overwrite=not keep)
-        self.locals.pop(destination)
-        self.inodes.moved(source, destination)
-        self.handles.repoint(source, destination)
-        self.invalidator.stored(destination, entry)  # the source's node, moved; the kernel knows it
+        await rename_path(self, source, destination, keep=bool(flags & pyfuse3.RENAME_NOREPLACE))
 
     # -- files -----------------------------------------------------------------------------
 
@@ -368,9 +348,12 @@ class AfiFS(pyfuse3.Operations):
                 try:
                     await self._commit(handle)
                 except AfiError as err:
-                    log.warning("%s: %s: the last write could not be stored: %s", handle.path, err.code, err.message)
+                    if handle.refused is None:  # else said just below
+                        log.warning("%s: %s: the last write was not stored: %s", handle.path, err.code, err.message)
                 except pyfuse3.FUSEError:
                     pass  # ENOSPC, logged where it was decided
+            if isinstance(handle, WriteHandle) and handle.refused is not None:
+                self._refused(handle)
         finally:
             closed = self.handles.close(fh)
             if isinstance(closed, ReadHandle | WriteHandle):
@@ -390,10 +373,21 @@ class AfiFS(pyfuse3.Operations):
         if entry is not None and "w" not in str(entry.attributes.get("permissions", "rw")):
             raise Forbidden("this path is read-only", path=entry.path)
 
+    def _refused(self, handle: WriteHandle) -> None:
+        """The last close of a file whose content the provider refused: say why; a new one goes (touch new.md)."""
+        log.warning("%s: not stored: %s", handle.path, handle.refused)
+        if handle.local:
+            self.locals.discard(handle.path)
+            self.invalidator.refused(handle.path, gone=True)
+
     async def _commit(self, handle: WriteHandle) -> None:
         """Store what ``handle`` holds (see :meth:`Contents.commit`)."""
         self.invalidator.changed()
         path = handle.path
-        entry = await self.contents.commit(handle)
+        try:
+            entry = await self.contents.commit(handle)
+        except AfiError:
+            self.invalidator.refused(path)
+            raise
         if entry is not None:
             self.invalidator.stored(path, entry)

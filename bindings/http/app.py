@@ -99,6 +99,13 @@ def _etag(value: str | None) -> str | None:
     return value if value.startswith(('"', 'W/"')) else f'"{value}"'
 
 
+def _same_version(if_range: str, etag: str | None) -> bool:
+    """Given an If-Range value and the file's ETag, return whether the range may be served: only for
+    the same strong ETag (a date or a weak tag never matches: this binding sends no Last-Modified)."""
+    sent = if_range.strip()
+    return etag is not None and not etag.startswith("W/") and sent == etag
+
+
 def _unquote(value: str) -> str:
     value = value.strip()
     if value.startswith("W/"):
@@ -211,7 +218,9 @@ def create_app(
         data["x-bindings"] = bindings
         return JSONResponse(data)
 
-    @router.get("/afi/stat", response_model=Entry, summary="stat: one entry", tags=["discovery"])
+    @router.api_route(
+        "/afi/stat", methods=["GET", "HEAD"], response_model=Entry, summary="stat: one entry", tags=["discovery"]
+    )
     async def stat(who: Who, path: PathQ) -> JSONResponse:
         return _json(await offload(provider.stat, who, path))
 
@@ -221,9 +230,10 @@ def create_app(
     ) -> JSONResponse:
         return _json(await offload(provider.list, who, path, limit=limit, cursor=cursor, glob=glob))
 
-    @router.get(
+    @router.api_route(
         "/afi/read",
-        summary="read: raw bytes (Range, ETag/If-None-Match honoured)",
+        methods=["GET", "HEAD"],
+        summary="read: raw bytes (Range, If-Range, ETag/If-None-Match honoured; HEAD: the headers only)",
         tags=["read"],
         response_class=Response,
         responses={200: {"content": {"application/octet-stream": {}}}, 206: {"description": "partial content"}},
@@ -235,10 +245,14 @@ def create_app(
         length: int | None = None,
         range_: Annotated[str | None, Header(alias="Range")] = None,
         if_none_match: Annotated[str | None, Header()] = None,
+        if_range: Annotated[str | None, Header()] = None,
     ) -> Response:
         status, content_range = 200, None
         if range_ and _RANGE.match(range_.strip()):
-            size = (await offload(provider.stat, who, path)).size
+            entry = await offload(provider.stat, who, path)
+            size = entry.size
+            if if_range is not None and not _same_version(if_range, _etag(entry.etag)):
+                range_ = ""  # RFC 9110 13.1.5: the file changed since the client's copy, so all of it
             try:
                 asked = _byte_range(range_, size)
             except ValueError as refused:
@@ -336,8 +350,8 @@ def create_app(
         app.add_middleware(
             Cors,
             allow_origins=["*"],
-            allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match", "Range"],
+            allow_methods=["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match", "If-Range", "Range"],
             expose_headers=[
                 "ETag",
                 "Content-Range",

@@ -7,8 +7,10 @@ JSON ``{code, message, path?}``. Which caller asks, in which mode, and in which 
 the transport (:mod:`afi.bindings.mcp.http` for Streamable HTTP, :func:`stdio_info` for stdio).
 
 - Tool names: dotted (``afi.stat``), underscored (``afi_stat``) or both (the default).
-- A stateful session also gets the fabric's five ``memory.*`` tools, attached to that session only.
-  The binding keeps a :class:`LiveSession` per session exactly as long as the SDK's session (see
+- A stateful session also gets the fabric's five ``memory.*`` tools, attached to that session only;
+  a caller without one (the 2026 revision, stateless HTTP) gets them with an optional ``session``
+  argument naming the ledger session each call runs in (``FabricSessions.sessionless``). The binding
+  keeps a :class:`LiveSession` per session exactly as long as the SDK's session (see
   :meth:`McpBinding.live_session`).
 - Discovery mode answers three meta-tools instead (``search_tools``, ``get_tool_schema``, ``call_tool``).
 - Write tools called with an idempotency key replay their stored result (:mod:`afi.auth.receipts`).
@@ -27,14 +29,15 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from afi.auth.receipts import Claim, ReceiptStore, no_key
-from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
+from afi.errors import AfiError, Forbidden, NotFound, Unsupported
 from afi.manifest import VERBS
 from afi.provider import Caller, Provider
 
 from ..offload import guarded, offload, search_lane
 from .check import QuickCheck, quick_check
 from .discovery import CALL_TOOL, discovery_tools
-from .resources import list_resources, list_templates, read_resource
+from .explain import bad_arguments
+from .resources import PAGE_SIZE, list_resources, list_templates, mcp_error, read_resource
 from .results import error_result, exposed_names, mcp_tool, success_result
 from .sessions import SCOPE_KEY, FabricSessions, LiveSession, RequestInfo, ToolNames, connection_of, stdio_info
 from .tools import ToolOutput, ToolSpec, afi_tools
@@ -58,10 +61,12 @@ class McpBinding:
         provider: the AFI provider every ``afi.*`` tool calls.
         tool_names: offer tools dotted, underscored or both.
         receipts: the idempotency store; without it, keys are ignored (``stored: false``).
-        fabric: attaches the fabric's ``memory.*`` tools to stateful sessions; None offers none.
+        fabric: the fabric's ``memory.*`` tools, of each stateful session and of callers without one;
+            None offers none.
         default_info: the RequestInfo of a transport with no HTTP request (stdio).
         inline_reads: run tools that only read on the event loop, not in a worker thread: faster
             per call, but a slow read holds up the session's other calls (stdio's one client).
+        resource_page: how many resources a ``resources/list`` page holds at most.
     """
 
     def __init__(
@@ -74,6 +79,7 @@ class McpBinding:
         default_info: RequestInfo | None = None,
         version: str = "0.1.0",
         inline_reads: bool = False,
+        resource_page: int = PAGE_SIZE,
     ) -> None:
         if tool_names not in ("dotted", "underscore", "both"):
             raise ValueError(f"tool_names must be dotted, underscore or both, not {tool_names!r}")
@@ -83,6 +89,7 @@ class McpBinding:
         self.fabric = fabric
         self.default_info = default_info
         self.inline_reads = inline_reads
+        self.resource_page = resource_page
         self.afi = afi_tools(provider)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._quick: dict[str, QuickCheck | None] = {}
@@ -97,6 +104,11 @@ class McpBinding:
         # Every name ever offered, by its input schema (the same for every caller offered it).
         self._schemas = {name: spec.input_schema for name, spec in self._afi_names.items()}
         self._schemas.update((spec.name, spec.input_schema) for spec in self.meta)
+        # The memory.* tools of a caller without an MCP session: the same for every such caller.
+        self._sessionless = fabric.sessionless() if fabric is not None else []
+        self._sessionless_ids = {id(spec) for spec in self._sessionless}  # they live as long as the binding
+        for spec in self._sessionless:
+            self._schemas.update((name, spec.input_schema) for name in exposed_names(spec.name, tool_names))
         self.server: Server[Any] = Server(
             "afi-memory",
             version=version,
@@ -189,8 +201,8 @@ class McpBinding:
             if live.tools is None:
                 live.tools = self.fabric.open(info.caller, info.session_id)
                 for spec in live.tools:
-                    names = exposed_names(spec.name, self.tool_names)
-                    self._schemas.update((name, spec.input_schema) for name in names)
+                    for name in exposed_names(spec.name, self.tool_names):
+                        self._schemas.setdefault(name, spec.input_schema)
             return live.tools
 
     def end_session(self, session_id: str) -> None:
@@ -202,7 +214,7 @@ class McpBinding:
 
     def catalogue(self, info: RequestInfo) -> dict[str, ToolSpec]:
         """Return every tool this caller's session may use, by each name it is offered under."""
-        session = self.session_tools(info)
+        session = self.session_tools(info) if info.session_id is not None else self._sessionless
         if not session:
             return self._afi_names
         tools = dict(self._afi_names)
@@ -277,7 +289,9 @@ class McpBinding:
         if name.startswith(("afi.", "afi_")) and verb in VERBS:
             return Unsupported(f"{verb} is not offered: the manifest does not list it")
         if name.startswith(("memory.", "memory_")):
-            return Forbidden(f"{name} is served only to a stateful MCP session the fabric is attached to")
+            if self.fabric is None:
+                return Unsupported(f"{name} is not offered: this server has no memory fabric")
+            return Forbidden(f"{name} is served only while this MCP session is live; open a new session")
         return NotFound(f"no tool named {name!r}; tools/list shows what this server offers")
 
     async def _run(
@@ -335,24 +349,30 @@ class McpBinding:
         return success_result(output, durable)
 
     def _validate(self, spec: ToolSpec, arguments: dict[str, Any]) -> None:
-        if spec.name not in self._quick:
-            self._quick[spec.name] = quick_check(spec.input_schema)
-        quick = self._quick[spec.name]
+        # A session-less memory.* tool has a schema of its own (its ``session``) under the same name.
+        key = spec.name + ("+session" if id(spec) in self._sessionless_ids else "")
+        if key not in self._quick:
+            self._quick[key] = quick_check(spec.input_schema)
+        quick = self._quick[key]
         if quick is not None and quick(arguments):
             return
-        validator = self._validators.get(spec.name)
+        validator = self._validators.get(key)
         if validator is None:
             validator = jsonschema.Draft202012Validator(spec.input_schema)
-            self._validators[spec.name] = validator
-        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-        if error is not None:
-            where = ".".join(str(p) for p in error.absolute_path) or "arguments"
-            raise InvalidPath(f"bad arguments for {spec.name}: {where}: {error.message}")
+            self._validators[key] = validator
+        refused = bad_arguments(spec.name, validator, arguments)
+        if refused is not None:
+            raise refused
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return list_resources()
+        caller = self.info(ctx).caller
+        cursor = params.cursor if params is not None else None
+        try:
+            return await offload(list_resources, self.provider, caller, cursor, self.resource_page)
+        except AfiError as err:
+            raise mcp_error(err) from None
 
     async def _list_templates(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -14,7 +14,6 @@ missing or bad key is 401 with ``WWW-Authenticate`` naming the resource metadata
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -51,12 +50,13 @@ _InvalidToken = InvalidToken
 
 
 def _rpc_error(err: AfiError, headers: dict[str, str] | None = None) -> Response:
-    """Given an AfiError, return a JSON-RPC error body (``data`` is the AfiError) with its HTTP status."""
+    """Given an AfiError, return a JSON-RPC error body with its HTTP status: the message in words,
+    ``data`` the AfiError object (not its JSON again inside the message string)."""
     body = err.to_dict()
     extra = dict(headers or {})
     if err.retry_after is not None:
         extra["Retry-After"] = str(max(1, round(err.retry_after + 0.499)))
-    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": json.dumps(body), "data": body}}
+    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": err.message, "data": body}}
     return JSONResponse(payload, status_code=HTTP_STATUS.get(err.code, 500), headers=extra)
 
 

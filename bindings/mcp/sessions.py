@@ -54,7 +54,8 @@ def stdio_info(caller: Caller, mode: Mode = "tools", session_id: str = "stdio") 
 
 
 class FabricSessions(Protocol):
-    """Attaches the fabric to one MCP session and hands back its ``memory.*`` tools."""
+    """Attaches the fabric to one MCP session and hands back its ``memory.*`` tools; or, for a caller
+    without an MCP session (the 2026 revision, stateless HTTP), the tools that name their session."""
 
     def open(self, caller: Caller, session_id: str) -> list[ToolSpec]:
         """Attach a fabric session for ``session_id``; return its tools (they refuse once closed)."""
@@ -62,6 +63,11 @@ class FabricSessions(Protocol):
 
     def close(self, session_id: str) -> None:
         """Detach the session (harmless when it was never opened)."""
+        ...
+
+    def sessionless(self) -> list[ToolSpec]:
+        """The ``memory.*`` tools for a caller without an MCP session: each call runs in the ledger
+        session its optional ``session`` argument names, by default the caller's own."""
         ...
 
 

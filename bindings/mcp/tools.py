@@ -211,8 +211,11 @@ def _search_request(args: dict[str, Any]) -> SearchRequest:
     try:
         return SearchRequest.model_validate(args)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'query'}: {e['msg']}" for e in err.errors())
-        raise InvalidPath(f"bad search request: {problems}") from None
+        problems = "; ".join(
+            f"argument '{'.'.join(str(p) for p in e['loc']) or 'query'}': {e['msg'][:1].lower()}{e['msg'][1:]}"
+            for e in err.errors()
+        )
+        raise InvalidPath(f"afi.search: {problems}") from None
 
 
 def afi_tools(provider: Provider) -> list[ToolSpec]:

@@ -4,8 +4,9 @@
 real shell, never the host filesystem); ``ssh host`` with a terminal is an interactive shell with
 line editing and history; ``sftp`` is :mod:`.ssh_sftp`; ``ssh -s host afi`` is :mod:`.ssh_rpc`.
 Keys map to callers through a verifier the caller of :func:`start_ssh_server` supplies (the
-provider's key stores and an authorized-keys file). Limits: new connections per minute per
-address, commands per minute per session, output per command.
+provider's key stores and an authorized-keys file). Limits: failed logins per minute per address
+(a connection that logs in costs nothing; over the limit, new connections are told why and closed),
+commands per minute per session, output per command.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from typing import Any
 
 import asyncssh
 
+from afi.auth.door import is_loopback_host
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import AfiError, Internal, RateLimited, TooLarge, Unsupported
 from afi.provider import Caller, Provider
@@ -35,6 +38,7 @@ from .verbs import CallerVerbs
 __all__ = ["KeyVerifier", "SshLimits", "agents_snippet", "load_host_key", "start_ssh_server"]
 
 KeyVerifier = Callable[[bytes], Caller | None]
+Keyless = bool | Callable[[], bool]
 log = logging.getLogger(__name__)
 _SESSION_IDS = itertools.count(1)
 
@@ -43,7 +47,7 @@ _SESSION_IDS = itertools.count(1)
 class SshLimits:
     """What one address and one session may do; 0 turns a rate limit off."""
 
-    connections_per_minute: int = 10
+    connections_per_minute: int = 10  # failed logins (connections that never log in) per address
     commands_per_minute: int = 100
     output_cap: int = DEFAULT_OUTPUT_CAP
     max_upload: int = DEFAULT_MAX_UPLOAD
@@ -82,7 +86,7 @@ Your memory is a filesystem served over SSH. Run one command per call: `{ssh} '<
 
 
 class _Door(asyncssh.SSHServer):
-    """One connection: the address limit at the door, then public-key authentication to a caller."""
+    """One connection: the failed-login limit at the door, then public-key authentication to a caller."""
 
     def __init__(self, server: _SshServer) -> None:
         self.server = server
@@ -90,27 +94,43 @@ class _Door(asyncssh.SSHServer):
         self.refusal: AfiError | None = None
         self.session = next(_SESSION_IDS)
         self.conn: asyncssh.SSHServerConnection | None = None
+        self.address = "unknown"
+        self.authenticated = False
 
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.conn = conn
         peer = conn.get_extra_info("peername") or ("unknown",)
-        if self.server.connections is not None:
-            try:
-                self.server.connections.check(f"addr:{peer[0]}")
-            except RateLimited as err:
-                self.refusal = RateLimited(
-                    f"too many new connections from {peer[0]} (at most {self.server.limits.connections_per_minute} "
-                    f"per minute); retry in {err.retry_after:.0f} s",
-                    retry_after=err.retry_after or 1.0,
-                )
+        self.address = str(peer[0])
+        failures = self.server.failures
+        wait = failures.wait(f"addr:{self.address}") if failures is not None else 0.0
+        if wait > 0:
+            self.refusal = RateLimited(
+                f"too many failed logins from {self.address} (at most {self.server.limits.connections_per_minute} "
+                f"per minute); retry in {math.ceil(wait)} s",
+                retry_after=round(wait, 3),
+            )
+
+    def auth_completed(self) -> None:
+        self.authenticated = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Only a connection that never logged in counts against its address: working ones are free.
+        if not self.authenticated and self.refusal is None and self.server.failures is not None:
+            with contextlib.suppress(RateLimited):
+                self.server.failures.check(f"addr:{self.address}")
 
     async def begin_auth(self, username: str) -> bool:
         if self.refusal is not None:
             assert self.conn is not None
-            self.conn.send_auth_banner(error_line(self.refusal))
+            message = error_line(self.refusal)
+            self.conn.send_auth_banner(message)  # shown by clients at their default log level
+            self.conn.disconnect(asyncssh.DISC_TOO_MANY_CONNECTIONS, message.strip())  # shown even when quiet
             return True
-        if self.server.keyless:
-            self.caller = await asyncio.to_thread(self.server.provider.authenticate, None)
+        if await asyncio.to_thread(self.server.is_keyless, self.address):
+            try:
+                self.caller = await asyncio.to_thread(self.server.provider.authenticate, None)
+            except AfiError:  # a key was created since the check: ask for one
+                return True
             return False
         return True
 
@@ -131,7 +151,7 @@ class _SshServer:
     """What every connection shares: the provider, the key verifier and the limits."""
 
     def __init__(
-        self, provider: Provider, verify_key: KeyVerifier | None, keyless: bool, limits: SshLimits, agents: str
+        self, provider: Provider, verify_key: KeyVerifier | None, keyless: Keyless, limits: SshLimits, agents: str
     ) -> None:
         self.provider = provider
         self.verify_key = verify_key
@@ -139,12 +159,18 @@ class _SshServer:
         self.limits = limits
         self.agents = agents
         per_min = limits.connections_per_minute
-        self.connections = RateLimiter(per_min / 60, per_min) if per_min > 0 else None
+        self.failures = RateLimiter(per_min / 60, per_min) if per_min > 0 else None
         per_cmd = limits.commands_per_minute
         self.commands = RateLimiter(per_cmd / 60, per_cmd) if per_cmd > 0 else None
 
     def door(self) -> _Door:
         return _Door(self)
+
+    def is_keyless(self, address: str) -> bool:
+        """True when a caller from ``address`` comes in without a key: only from this machine."""
+        if not is_loopback_host(address):
+            return False
+        return self.keyless() if callable(self.keyless) else self.keyless
 
     def check_command(self, door: _Door) -> None:
         if self.commands is not None:
@@ -294,7 +320,7 @@ async def start_ssh_server(
     port: int = 2222,
     host_key: Path,
     verify_key: KeyVerifier | None,
-    keyless: bool = False,
+    keyless: Keyless = False,
     limits: SshLimits | None = None,
     shown_host: str | None = None,
 ) -> asyncssh.SSHAcceptor:
@@ -303,8 +329,8 @@ async def start_ssh_server(
     Args:
         host_key: the server's key file, generated on first use and kept.
         verify_key: given a presented public key's wire blob, return its caller or ``None``.
-        keyless: accept every connection without authentication as the provider's keyless caller
-            (only for loopback servers of a store that has no keys at all).
+        keyless: accept loopback connections without authentication as the provider's keyless caller
+            (while a store has no active key); a function is asked at each new connection.
         shown_host: the host name the ``agents`` snippet tells agents to use.
     """
     limits = limits or SshLimits()

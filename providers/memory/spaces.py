@@ -17,6 +17,7 @@ from .fabric.memory import space_memory
 from .ledger.ledger import Ledger
 from .ledger.source import LedgerSource
 from .tree.notes_view import NotesView
+from .tree.times import SpaceClock
 from .workspace.advisory import AdvisorySpaceLocks
 from .workspace.locks import SpaceLocks
 from .workspace.workspace import Workspace, WorkspaceLimits
@@ -34,6 +35,7 @@ class Space:
     notes: NotesView
     workspace: Workspace
     ledger: Ledger
+    clock: SpaceClock  # the time its top-level folders show
 
 
 class Spaces:
@@ -106,6 +108,7 @@ class Spaces:
             NotesView(self._database, memory.scope),
             Workspace(self._root, name, self._database, self._limits),
             ledger,
+            SpaceClock(self._database, name),
         )
 
 

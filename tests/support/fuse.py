@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,18 @@ class Mount:
     path: Path
     process: subprocess.Popen[str]
     announced: str
+    errors: queue.Queue[str] = field(default_factory=queue.Queue)  # the lines it writes to stderr
+    seen: list[str] = field(default_factory=list)  # those read from ``errors`` so far
+
+    def logged(self, text: str, timeout: float = 5.0) -> bool:
+        """Whether the mount wrote a line holding ``text`` to stderr (waiting up to ``timeout`` for it)."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.seen):
+            try:
+                self.seen.append(self.errors.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                return False
+        return True
 
 
 def unmount(path: Path) -> None:
@@ -74,7 +86,7 @@ def afi_mount(mountpoint: Path, db: Path | str, root: Path, *args: str, timeout:
                 continue
             if line.startswith(MOUNTED):
                 announced = line
-        yield Mount(mountpoint, proc, announced)
+        yield Mount(mountpoint, proc, announced, errors)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

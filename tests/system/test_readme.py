@@ -38,3 +38,10 @@ def test_no_step_deletes_a_note_a_later_step_reads() -> None:
     assert deleted, "the walk-through shows a delete"
     stale = [path for path, at in read_later if path in deleted and at > deleted[path]]
     assert stale == [], f"read after the README deleted it: {stale}"
+
+
+def test_make_run_passes_its_args_to_afi_serve() -> None:
+    dry = subprocess.run(["make", "-n", "run", "ARGS=--port 9000 --ssh"], cwd=README.parent, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.strip().splitlines()[-1].endswith("afi serve --port 9000 --ssh")

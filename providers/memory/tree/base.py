@@ -84,7 +84,7 @@ class Area:
 
     def stat(self, space: Space, node: Node) -> Entry:
         if node.is_area_root:
-            return dir_entry(node.path)
+            return dir_entry(node.path, space.clock.changed_at())
         return self.text(space, node)[0]
 
     def list(self, space: Space, node: Node, listing: Listing) -> Page:

@@ -19,14 +19,15 @@ EPOCH = "1970-01-01T00:00:00.000Z"
 READ_ONLY_DIRS = frozenset({"/", "/.afi", "/history", "/episodes", "/sessions"})
 
 
-def dir_entry(path: str) -> Entry:
+def dir_entry(path: str, at: str | None = None) -> Entry:
+    """A folder of the fixed tree; ``at`` is its time (:class:`~.times.SpaceClock`), else the epoch."""
     read_only = path in READ_ONLY_DIRS
     return Entry(
         path=path,
         type="directory",
         size=0,
-        mtime=EPOCH,
-        ctime=EPOCH,
+        mtime=at or EPOCH,
+        ctime=at or EPOCH,
         content_type="inode/directory",
         attributes={"permissions": "r" if read_only else "rw"},
     )

@@ -70,6 +70,8 @@ class NoteFolder(Area):
             content = base + text
         else:
             fields, content = parse_note(text)
+        if not content.strip():
+            raise InvalidPath("a note cannot be empty: rm it to forget it", path=node.path)
         if _window_excludes_now(fields):
             raise InvalidPath(
                 "the front matter's valid_from/valid_to window does not include now, and a note path holds the "

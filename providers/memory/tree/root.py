@@ -26,7 +26,8 @@ class RootArea(Area):
     """The root lists the top-level folders; nothing can be written there."""
 
     def children(self, space: Space) -> list[Entry]:
-        return [dir_entry("/" + a) for a in AREAS]
+        at = space.clock.changed_at()
+        return [dir_entry("/" + a, at) for a in AREAS]
 
 
 def area_handlers(afi: AfiArea) -> dict[str, Area]:

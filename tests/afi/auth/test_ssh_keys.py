@@ -46,7 +46,10 @@ def test_malformed_key_lines_are_refused(line: str) -> None:
 def test_options_map_a_key_to_a_caller(tmp_path: Path) -> None:
     public = keygen(tmp_path, "k").with_suffix(".pub").read_text().strip()
     plain = caller_for(parse_key_line(public))
-    assert plain.scopes == frozenset({"afi:read"}) and plain.space == "default" and plain.principal.startswith("ssh:")
+    assert plain.scopes == frozenset({"afi:read", "afi:write"}), "a plain line is the owner's: read and write"
+    assert plain.space == "default" and plain.principal.startswith("ssh:")
+    narrowed = caller_for(parse_key_line(f'afi-scopes="afi:read" {public}'))
+    assert narrowed.scopes == frozenset({"afi:read"})
     rich = caller_for(
         parse_key_line(f'restrict,afi-space="work",afi-scopes="afi:read afi:write",afi-principal="al" {public}')
     )
@@ -101,7 +104,7 @@ def test_the_store_adds_verifies_and_revokes(tmp_path: Path, store_url: str) -> 
     assert store.revoke(record.id) and not store.revoke(record.id)
     assert store.verify(_blob(own)) is None
     assert [r.active for r in store.list()] == [False, True]
-    assert store.count() == 2
+    assert (store.count(), store.count(revoked=True)) == (1, 2)
 
 
 def test_threads_adding_one_key_at_once_add_it_once(tmp_path: Path, store_url: str) -> None:
@@ -158,18 +161,49 @@ def test_afi_token_ssh_add_list_revoke(tmp_path: Path, store_url: str) -> None:
     assert runner.invoke(app, ["token", "ssh", "revoke", key_id, "--db", db]).exit_code == 2
 
 
+def test_a_revoked_key_can_be_added_again_as_a_new_grant(tmp_path: Path, store_url: str) -> None:
+    _register_all()
+    public = keygen(tmp_path, "back").with_suffix(".pub")
+    runner = CliRunner()
+    first = runner.invoke(app, ["token", "ssh", "add", str(public), "--db", store_url]).stdout.split()[0]
+    assert runner.invoke(app, ["token", "ssh", "revoke", first, "--db", store_url]).exit_code == 0
+    again = runner.invoke(app, ["token", "ssh", "add", str(public), "--scope", "afi:write", "--db", store_url])
+    assert again.exit_code == 0, again.stderr
+    second, shown = again.stdout.split()[:2]
+    assert second != first and shown == fingerprint(_blob(public))
+    store = SshKeyStore(store_url)
+    caller = store.verify(_blob(public))
+    assert caller is not None and (caller.principal, caller.has("afi:write")) == (second, True)
+    listed = [(r.id, r.fingerprint, r.active) for r in store.list()]
+    assert listed == [(first, shown, False), (second, shown, True)], "the old grant stays listed, revoked"
+    assert store.count() == 1 and store.count(revoked=True) == 2
+    refused = runner.invoke(app, ["token", "ssh", "add", str(public), "--db", store_url])
+    assert refused.exit_code == 2 and f"already added as {second}" in refused.stderr
+    assert store.revoke(second) and store.add(public.read_text()).id not in (first, second)
+
+
 def test_a_server_with_an_authorized_keys_file_maps_each_key(tmp_path: Path) -> None:
     writer, reader = keygen(tmp_path, "w"), keygen(tmp_path, "r")
     listed = tmp_path / "authorized_keys"
+    owner = keygen(tmp_path, "o")
     listed.write_text(
         f'afi-scopes="afi:write",afi-principal="wendy" {writer.with_suffix(".pub").read_text()}'
-        f"{reader.with_suffix('.pub').read_text()}"
+        f'afi-scopes="afi:read" {reader.with_suffix(".pub").read_text()}'
+        f"{owner.with_suffix('.pub').read_text()}"
     )
+    (tmp_path / "up.md").write_text("Put over sftp by the owner.\n")
     args = ["ssh", "--port", "0", "--db", str(tmp_path / "afi.db"), "--root", str(tmp_path / "files")]
     args += ["--authorized-keys", str(listed), "--conn-rate", "0"]
     with start_afi(args, tmp_path / "xdg") as ports:
-        server = SshServer(ports["ssh"], tmp_path / "afi.db", tmp_path / "files", {"w": writer, "r": reader})
+        keys = {"w": writer, "r": reader, "o": owner}
+        server = SshServer(ports["ssh"], tmp_path / "afi.db", tmp_path / "files", keys)
         wrote = server.ssh("echo hi > /facts/ak.md; ls -l /facts/ak.md", key="w")
         assert wrote.code == 0 and " wendy default " in wrote.text
         refused = server.ssh("rm /facts/ak.md", key="r")
         assert refused.code == 2 and ": forbidden: " in refused.err
+        # A plain line (the owner's own id_ed25519.pub, no options) reads and writes the default space.
+        plain = server.ssh("echo mine > /facts/plain.md; cat /facts/plain.md", key="o")
+        assert plain.code == 0 and plain.text.endswith("mine\n"), plain.err
+        put = server.sftp("put up.md /facts/up.md\n", key="o", cwd=tmp_path)
+        assert put.code == 0, put.err
+        assert server.ssh("cat /facts/up.md", key="r").text.endswith("Put over sftp by the owner.\n")

@@ -97,26 +97,27 @@ def test_a_token_of_another_space_sees_none_of_this_one(
         assert done.returncode == 1
 
 
-def test_a_store_with_keys_needs_a_token(store: tuple[Path, Path, dict[str, Path]], tmp_path: Path) -> None:
+def test_a_store_with_keys_mounts_as_its_owner_without_a_token(
+    store: tuple[Path, Path, dict[str, Path]], tmp_path: Path
+) -> None:
+    """The mount opens the store itself: whoever runs it owns the store, whatever API keys exist."""
     db, root, _ = store
-    (tmp_path / "m").mkdir()
-    done = subprocess.run(
-        [*AFI, "mount", str(tmp_path / "m"), "--db", str(db), "--root", str(root), "-f"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2 and "unauthorized" in done.stderr
+    with afi_mount(tmp_path / "m", db, root) as mount:
+        assert "as local in space default" in mount.announced
+        assert (mount.path / "facts" / "secret.md").read_text().endswith("orange-7.\n")
+        (mount.path / "files" / "owned.txt").write_text("The owner may write.\n")
+        (mount.path / "files" / "owned.txt").unlink()
     bad = tmp_path / "bad.key"
     bad.write_text("afi_not-a-real-key")
+    (tmp_path / "n").mkdir()
     done = subprocess.run(
-        [*AFI, "mount", str(tmp_path / "m"), "--db", str(db), "--root", str(root), "-f", "--token", str(bad)],
+        [*AFI, "mount", str(tmp_path / "n"), "--db", str(db), "--root", str(root), "-f", "--token", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 2 and "unauthorized" in done.stderr
-    assert not os.path.ismount(tmp_path / "m")
+    assert not os.path.ismount(tmp_path / "n")
 
 
 def test_subtree_mounts_one_folder(store: tuple[Path, Path, dict[str, Path]], tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ def test_read_only_areas_refuse_writes_with_eacces(mount: Mount) -> None:
     assert not (mount.path / "history" / "x.md").exists()
     with pytest.raises(OSError) as caught:
         os.mkdir(mount.path / "facts" / "sub")
-    assert caught.value.errno == errno.ENOSYS  # unsupported: /facts is flat
+    assert caught.value.errno == errno.EPERM  # /facts is flat: no folders there
 
 
 def test_missing_paths_are_enoent(mount: Mount) -> None:

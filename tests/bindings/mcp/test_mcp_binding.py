@@ -49,6 +49,9 @@ class ProbeSessions:
     def close(self, session_id: str) -> None:
         return None
 
+    def sessionless(self) -> list[ToolSpec]:
+        return []
+
 
 def _binding(tmp_path: Path, **kw: Any) -> McpBinding:
     provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
@@ -114,7 +117,12 @@ def test_the_input_schema_lookup_agrees_with_tools_list(tmp_path: Path, style: s
     run(body)
     assert any(name.startswith("memory") for name in listed) and any(name.startswith("afi") for name in listed)
     for name, schema in listed.items():
-        assert binding.input_schema(name) == schema, name
+        looked = binding.input_schema(name)
+        if name.startswith("memory"):  # one lookup for both eras: a session-less call may name its session
+            assert looked is not None and looked["properties"]["session"]["type"] == "string", name
+            properties = {key: value for key, value in looked["properties"].items() if key != "session"}
+            looked = {**looked, "properties": properties}
+        assert looked == schema, name
     for meta in ("search_tools", "get_tool_schema", "call_tool"):
         assert binding.input_schema(meta) is not None
     assert binding.input_schema("no.such.tool") is None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,8 @@ import pytest
 from afi.auth.ssh_keys import SshKeyStore
 from afi.clients.ssh import SshClient
 from afi.errors import RateLimited
-from tests.support.ssh import OPTS, SshServer, keygen, ssh_server, start_afi
+from tests.support.servers import stop_process
+from tests.support.ssh import OPTS, SshServer, add_key, keygen, ssh_server, start_afi
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +69,24 @@ def test_the_interactive_shell_has_a_prompt_line_editing_and_history(server: Ssh
     assert proc.returncode == 0
 
 
-def test_a_connection_burst_over_the_limit_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+def test_working_connections_are_not_throttled_but_failed_logins_are_and_told_why(tmp_path: Path) -> None:
+    """One command per connection (as the agents snippet says) never hits the limit; failed logins do,
+    and then even a good key is refused with a message the client shows (not 'Permission denied')."""
     with ssh_server(tmp_path, "--conn-rate", "3", "--cmd-rate", "0") as limited:
-        assert [limited.ssh("pwd").code for _ in range(3)] == [0, 0, 0]
-        # OpenSSH shows the server's banner at its default log level (the other calls run quieter).
+        assert [limited.ssh("pwd").code for _ in range(6)] == [0] * 6
+        strangers = [limited.ssh("pwd", key="stranger") for _ in range(3)]
+        assert all(r.code == 255 and "Permission denied" in r.err for r in strangers)
+        refused = limited.ssh("pwd")  # quiet (LogLevel=error): the disconnect reason still shows
+        assert refused.code == 255 and refused.out == b""
+        assert "afi: rate_limited: too many failed logins from 127.0.0.1 (at most 3 per minute)" in refused.err
+        assert "Permission denied" not in refused.err
+        # OpenSSH also shows the server's banner at its default log level.
         loud = [
             part for pair in zip(OPTS[::2], OPTS[1::2], strict=True) if pair[1] != "LogLevel=error" for part in pair
         ]
         cmd = ["ssh", "-p", str(limited.port), "-i", str(limited.keys["writer"]), *loud, "127.0.0.1", "pwd"]
-        refused = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    assert refused.returncode == 255 and refused.stdout == ""
-    assert "afi: rate_limited: too many new connections from 127.0.0.1 (at most 3 per minute)" in refused.stderr
+        banner = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert banner.returncode == 255 and "too many failed logins" in banner.stderr
 
 
 def test_a_session_over_the_command_limit_gets_rate_limited_with_retry_after(tmp_path: Path) -> None:
@@ -120,7 +130,8 @@ def test_afi_serve_ssh_serves_http_and_ssh_from_one_process(tmp_path: Path) -> N
         assert served.ssh("echo both > /facts/both.md").code == 0
         answer = httpx.get(f"http://127.0.0.1:{ports['http']}/afi/read", params={"path": "/facts/both.md"})
         assert answer.status_code == 200 and answer.text.endswith("both\n")
-    assert (tmp_path / "xdg" / "afi" / "ssh_host_ed25519_key").exists()
+    assert (tmp_path / "ssh_host_ed25519_key").exists(), "the host key lives beside the store"
+    assert not (tmp_path / "xdg" / "afi" / "ssh_host_ed25519_key").exists()
 
 
 def test_the_host_key_is_generated_once_and_kept(tmp_path: Path) -> None:
@@ -131,3 +142,53 @@ def test_the_host_key_is_generated_once_and_kept(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     again = load_host_key(path)
     assert first.public_data == again.public_data
+
+
+def _first_line(args: list[str], home: Path) -> str:
+    """Run ``afi <args>`` until it prints its first line; return that line."""
+    env = dict(os.environ, XDG_DATA_HOME=str(home))
+    cmd = [sys.executable, "-c", "from afi.cli import main; main()", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        return proc.stdout.readline()
+    finally:
+        stop_process(proc)
+        proc.communicate(timeout=10)  # closes both pipes
+
+
+def test_the_start_line_counts_active_keys_and_the_host_key_is_beside_each_store(tmp_path: Path) -> None:
+    stores = {}
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        db = folder / "afi.db"
+        ids = [add_key(db, keygen(folder, f"k{n}").with_suffix(".pub")) for n in range(3)]
+        SshKeyStore(db).revoke(ids[0])
+        args = ["ssh", "--port", "0", "--db", str(db), "--root", str(folder / "files")]
+        line = _first_line(args, tmp_path / "xdg")
+        assert "(2 key(s) may log in)" in line, line
+        stores[name] = (folder / "ssh_host_ed25519_key").read_bytes()
+    assert stores["one"] != stores["two"], "two stores do not share a host key"
+    assert not (tmp_path / "xdg" / "afi" / "ssh_host_ed25519_key").exists()
+    given = tmp_path / "given_host_key"
+    args = ["ssh", "--port", "0", "--db", str(tmp_path / "one" / "afi.db"), "--host-key", str(given)]
+    assert "listening on ssh://" in _first_line([*args, "--root", str(tmp_path / "files")], tmp_path / "xdg")
+    assert given.exists()
+
+
+def test_revoking_every_key_lets_the_local_owner_in_without_one_again(tmp_path: Path) -> None:
+    with ssh_server(tmp_path, "--conn-rate", "0") as server:
+        assert server.ssh("pwd", key="stranger").code == 255
+        from afi.auth.keys import KeyStore
+
+        for record in SshKeyStore(server.db).list():
+            SshKeyStore(server.db).revoke(record.id)
+        assert server.ssh("pwd", key="stranger").code == 255, "an active API key still closes the door"
+        api = KeyStore(server.db)
+        for key in api.list():
+            api.revoke(key.id)
+        run = server.ssh("echo back > /facts/back.md; ls -l /facts/back.md", key="stranger")
+        assert run.code == 0 and " local default " in run.text, run.err
+        api.create(scopes=("afi:read",))
+        assert server.ssh("pwd", key="stranger").code == 255, "a new key closes it at once"

@@ -429,3 +429,14 @@ def test_the_grep_cache_holds_a_bounded_number_of_candidates(
     held = provider._search.cache.sizes()
     assert len(held) == 1 or sum(held) <= 100
     assert provider.search(OWNER, SearchRequest(query="token07", path="/facts")).matches[0].path.endswith("07.md")
+
+
+def test_folders_show_when_their_space_last_changed_not_1970(provider: MemoryProvider) -> None:
+    made = provider.stat(OWNER, "/facts").mtime  # before any write: when the store was made
+    assert not made.startswith("1970") and made == provider.stat(OWNER, "/").mtime
+    provider.write(OWNER, "/facts/when.md", b"Folders keep time")
+    written = provider.stat(OWNER, "/facts/when.md").mtime
+    folders = {e.path: e.mtime for e in provider.list(OWNER, "/").entries}
+    assert len(set(folders.values())) == 1 and folders["/facts"] == provider.stat(OWNER, "/files").mtime
+    assert folders["/facts"] >= written >= made
+    assert provider.stat(OTHER, "/facts").mtime == made  # another space has not changed
