@@ -121,11 +121,13 @@ def _key_line(path: Path) -> str:
 
 @ssh_app.command("list")
 def ssh_list(db: DbOption = None) -> None:
-    """List SSH keys: id, fingerprint, the principal each acts as."""
-    table = Table(Column("id", no_wrap=True), "fingerprint", "principal", "space", "scopes", "name", "revoked")
-    for r in SshKeyStore(resolve_db(db)).list():
-        table.add_row(r.id, r.fingerprint, r.principal, r.space, " ".join(r.scopes), r.name or "", r.revoked_at or "")
-    stdout.print(table)
+    """List SSH keys (id, fingerprint, the principal each acts as): a table on a terminal, tab-separated
+    rows when piped."""
+    rows = [
+        (r.id, r.fingerprint, r.principal, r.space, " ".join(r.scopes), r.name or "", r.revoked_at or "")
+        for r in SshKeyStore(resolve_db(db)).list()
+    ]
+    _rows(("id", "fingerprint", "principal", "space", "scopes", "name", "revoked"), rows)
 
 
 @ssh_app.command("revoke")

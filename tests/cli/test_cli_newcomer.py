@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from afi.auth.keys import KeyStore
 from afi.cli import _register_all, app
 from tests.support.cli import afi
+from tests.support.ssh import add_key, keygen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,6 +66,17 @@ def test_token_list_into_a_pipe_is_whole_tab_separated_rows(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert rows == [[record.id, long_name, "a-space-with-a-long-name", "afi:read afi:write", record.created_at, ""]]
+
+
+def test_token_ssh_list_into_a_pipe_is_whole_tab_separated_rows(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    key = keygen(tmp_path, "laptop-of-someone-with-a-long-name")
+    key_id = add_key(db, key.with_suffix(".pub"), space="a-space-with-a-long-name", scopes=("afi:read", "afi:write"))
+    result = afi("token", "ssh", "list", db=db, env={"COLUMNS": "40"})
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0][0] == key_id and rows[0][1].startswith("SHA256:"), rows
+    assert rows[0][3:5] == ["a-space-with-a-long-name", "afi:read afi:write"]
 
 
 def test_token_ssh_add_of_a_missing_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
