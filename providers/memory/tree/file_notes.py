@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from afi.errors import AfiError
 
 from ..fabric.repoint import create_fabric_repoint_handler, repoint_source
-from ..workspace.ignore import AFIIGNORE, IgnoreRules, note_text
+from ..workspace.ignore import AFIIGNORE, AFIIGNORE_MAX_BYTES, IgnoreRules, note_text
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -31,7 +31,7 @@ def ignore_rules(space: Space) -> IgnoreRules:
     """The space's rules, made once per open space (its ``.afiignore`` is re-read when it changes)."""
     rules: IgnoreRules | None = getattr(space.workspace, "ignore_rules", None)
     if rules is None:
-        rules = IgnoreRules(lambda: _head(space, AFIIGNORE, 64 * 1024))
+        rules = IgnoreRules(lambda: _head(space, AFIIGNORE, AFIIGNORE_MAX_BYTES))
         space.workspace.ignore_rules = rules  # type: ignore[attr-defined]
     return rules
 

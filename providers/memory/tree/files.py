@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from afi.errors import Conflict, InvalidPath, NotFound
 from afi.model import DeleteResult, Entry, Page, ReadResult
 
+from ..workspace.ignore import AFIIGNORE, AFIIGNORE_MAX_BYTES, check_afiignore
 from .base import Area, Listing, WriteOptions, check_etag
 from .entries import file_entry
 from .file_notes import file_written, files_deleted, files_moved
@@ -51,6 +52,8 @@ class FilesArea(Area):
             except NotFound:
                 raise Conflict("if_match was given but the file does not exist", path=node.path) from None
             check_etag(current, options.if_match)
+        if node.rest == AFIIGNORE:
+            check_afiignore(_after_write(space, node, data, options))
         info, full = space.workspace.write(node.rest, node.path, data, offset=options.offset, append=options.append,
                                            create_only=options.create_only)  # fmt: skip
         file_written(space, node.rest, full)
@@ -69,6 +72,20 @@ class FilesArea(Area):
         info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
         files_moved(space, moved, [replaced] if replaced is not None and moved else [])
         return file_entry(dst.path, info)
+
+
+def _after_write(space: Space, node: Node, data: bytes, options: WriteOptions) -> bytes:
+    """The bytes a write would leave in a small file (an append or a write at an offset included)."""
+    if options.offset is None and not options.append:
+        return data
+    try:
+        before, _ = space.workspace.read(node.rest, node.path, 0, AFIIGNORE_MAX_BYTES + 1)
+    except NotFound:
+        before = b""
+    if options.append:
+        return before + data
+    at = options.offset or 0
+    return before[:at].ljust(at, b"\x00") + data + before[at + len(data) :]
 
 
 def _file_at(space: Space, node: Node) -> str | None:

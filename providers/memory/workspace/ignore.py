@@ -4,7 +4,9 @@ Every file under ``/files`` is stored, listed and greppable. Only some are also 
 semantic recall serves: a repository's ``.git/`` objects, a build's caches or an editor's swap files
 would answer "how do we deploy?" with ``.git/index``. A path is left out when :data:`DEFAULT_IGNORED`
 or the workspace's own ``/files/.afiignore`` (gitignore syntax, read by pathspec; a ``!`` line
-brings a default back) says so, and a file is left out when it is binary, empty or only whitespace.
+brings a default back; a write of lines that are not patterns is refused, naming the line, and a line
+edited in behind the provider's back that is not one is skipped, as git skips it) says so, and a
+file is left out when it is binary, empty or only whitespace.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from collections.abc import Callable
 
 import pathspec
 
-__all__ = ["AFIIGNORE", "DEFAULT_IGNORED", "IgnoreRules", "note_text"]
+from afi.errors import InvalidPath
+
+__all__ = ["AFIIGNORE", "AFIIGNORE_MAX_BYTES", "DEFAULT_IGNORED", "IgnoreRules", "check_afiignore", "note_text"]
 
 AFIIGNORE = ".afiignore"
+AFIIGNORE_MAX_BYTES = 64 * 1024
 DEFAULT_IGNORED = (
     ".git/", ".hg/", ".svn/", ".jj/", "node_modules/", "__pycache__/", ".venv/", ".mypy_cache/", ".pytest_cache/",
     ".ruff_cache/", "*.pyc", "*.swp", "*.swo", "*~", ".DS_Store", f"/{AFIIGNORE}",
@@ -46,10 +51,36 @@ class IgnoreRules:
 
 
 def _spec(source: bytes | None) -> pathspec.GitIgnoreSpec:
+    """The defaults plus the file's valid lines, in order (git skips a line it cannot read; so do we)."""
     lines = list(DEFAULT_IGNORED)
     if source:
-        lines += source.decode("utf-8", "replace").splitlines()
+        lines += [line for _, line, problem in _lines(source) if problem is None]
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _lines(source: bytes) -> list[tuple[int, str, str | None]]:
+    """Each line of an ``.afiignore`` with its number and why it is not a pattern (None when it is)."""
+    out: list[tuple[int, str, str | None]] = []
+    for number, line in enumerate(source.decode("utf-8", "replace").splitlines(), start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+            out.append((number, line, None))
+        except Exception as err:  # pathspec's own errors, and the regex engine's beneath it
+            out.append((number, line, str(err) or type(err).__name__))
+    return out
+
+
+def check_afiignore(data: bytes) -> None:
+    """Refuse ``.afiignore`` bytes that are not all gitignore patterns (or too many of them to read)."""
+    if len(data) > AFIIGNORE_MAX_BYTES:
+        raise InvalidPath(f"{AFIIGNORE} holds at most {AFIIGNORE_MAX_BYTES // 1024} KiB of patterns",
+                          path=f"/files/{AFIIGNORE}")  # fmt: skip
+    if b"\x00" in data:
+        raise InvalidPath(f"{AFIIGNORE} is text: it holds a NUL byte", path=f"/files/{AFIIGNORE}")
+    for number, line, problem in _lines(data):
+        if problem is not None:
+            raise InvalidPath(f"line {number} of {AFIIGNORE} ({line!r}) is not a gitignore pattern: {problem}",
+                              path=f"/files/{AFIIGNORE}")  # fmt: skip
 
 
 def note_text(data: bytes, cap: int) -> str | None:

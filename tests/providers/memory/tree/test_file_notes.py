@@ -7,11 +7,13 @@ never answers with them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from afi.errors import InvalidPath, NotFound
 from afi.model import SearchRequest, SemanticQuery
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
@@ -122,3 +124,35 @@ def test_a_semantic_hit_names_the_line_exact_search_names(provider: MemoryProvid
     semantic = {m.path: (m.line, m.text) for m in page.matches}
     for path, line in lines.items():
         assert semantic[path] == (line, "the zebra crossing is on line ten"), path
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"build/\n!\n", "line 2 of .afiignore ('!') is not a gitignore pattern"),
+        (b"ok/\na\\\n", "line 2 of .afiignore ('a\\\\') is not a gitignore pattern"),
+        (b"\\\n", "line 1 of .afiignore"),
+        (b"x\x00y\n", "holds a NUL byte"),
+        (b"#" * (64 * 1024 + 1), "at most 64 KiB"),
+    ],
+)
+def test_an_afiignore_that_is_not_patterns_is_refused_and_nothing_is_written(
+    provider: MemoryProvider, body: bytes, said: str
+) -> None:
+    with pytest.raises(InvalidPath, match=re.escape(said)):
+        provider.write(OWNER, "/files/.afiignore", body)
+    with pytest.raises(NotFound):
+        provider.stat(OWNER, "/files/.afiignore")
+    provider.write(OWNER, "/files/.afiignore", b"build/\n")
+    with pytest.raises(InvalidPath, match="line 2"):
+        provider.write(OWNER, "/files/.afiignore", b"!\n", append=True)  # an append is checked as the whole file
+    assert provider.read(OWNER, "/files/.afiignore").data == b"build/\n"
+
+
+def test_hostile_afiignore_lines_edited_on_disk_are_skipped_not_fatal(provider: MemoryProvider, tmp_path: Path) -> None:
+    provider.write(OWNER, "/files/src/main.txt", b"zebra source\n")  # makes the space's folder
+    lines = ["!", "a\\", "[[:alpha:]]", "\\", "build/", "[", "***/x", "\x7f" * 300, "**/" * 200 + "z"]
+    (tmp_path / "files" / "default" / ".afiignore").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    provider.write(OWNER, "/files/build/out.txt", b"zebra build output\n")  # the valid 'build/' still holds
+    provider.write(OWNER, "/files/src/other.txt", b"zebra other\n")
+    assert set(file_notes(provider)) == {"src/main.txt", "src/other.txt"}
