@@ -32,6 +32,7 @@ from afi.provider import Caller, Provider
 from .base import error_line, no_input
 from .rpc import RpcEndpoint
 from .sftp import DEFAULT_MAX_UPLOAD, AfiSFTPServer
+from .sftp_local import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
 from .shell import DEFAULT_OUTPUT_CAP, Shell
 from .verbs import CallerVerbs
 
@@ -51,6 +52,9 @@ class SshLimits:
     commands_per_minute: int = 100
     output_cap: int = DEFAULT_OUTPUT_CAP
     max_upload: int = DEFAULT_MAX_UPLOAD
+    local_files: int = LOCAL_FILES  # an SFTP session's memory-only files (names the provider refuses)
+    local_bytes: int = LOCAL_BYTES
+    local_idle: float = LOCAL_IDLE
 
 
 def load_host_key(path: Path) -> asyncssh.SSHKey:
@@ -296,7 +300,9 @@ class _SshServer:
         door = _door_of(chan)
         if door.caller is None:  # pragma: no cover - asyncssh opens sessions only after authentication
             raise asyncssh.SFTPPermissionDenied("not authenticated")
-        return AfiSFTPServer(chan, self.provider, door.caller, self.limits.max_upload)
+        limits = self.limits
+        memory = LocalFiles(max_bytes=limits.local_bytes, max_files=limits.local_files, idle=limits.local_idle)
+        return AfiSFTPServer(chan, self.provider, door.caller, limits.max_upload, memory)
 
 
 def _door_of(chan: Any) -> _Door:

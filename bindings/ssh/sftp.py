@@ -1,8 +1,10 @@
 """The SFTP subsystem over the AFI verbs, so ``sftp`` (get, put, ls, rename, rm, mkdir) and ``sshfs`` work.
 
 A file opened for writing is buffered and written whole, with one ``write`` verb, when it is
-closed: a refused or failed upload leaves the tree as it was. Each request runs its verb in a
-worker thread. AfiErrors become SFTP statuses through :data:`afi.errors.ERRNO` (the FUSE map).
+closed: a refused or failed upload leaves the tree as it was. A file made under a name the provider
+refuses (``sed -i``'s ``facts/sedXXXXXX``) lives in the session's memory (:mod:`.sftp_local`) until
+renamed onto a name the provider stores. Each request runs its verb in a worker thread. AfiErrors
+become SFTP statuses through :data:`afi.errors.ERRNO` (the FUSE map).
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from typing import Any, TypeVar
 import asyncssh
 from asyncssh import SFTPAttrs, SFTPName
 
-from afi.errors import ERRNO, AfiError, NotFound, TooLarge
+from afi.errors import ERRNO, AfiError, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.model import Entry
 from afi.paths import normalize
 from afi.provider import Caller, Provider
 
 from ..offload import offload
 from .fmt import mode_string, parse_time
+from .sftp_local import LocalFiles
+from .sftp_moves import move
 
 __all__ = ["DEFAULT_MAX_UPLOAD", "AfiSFTPServer"]
 
@@ -54,6 +58,13 @@ class _Handle:
     buffer: bytearray = field(default_factory=bytearray)
     dirty: bool = False
     create_only: bool = False
+    local: bool = False  # a memory-only file (its name is one the provider refuses)
+    refused: bool = False  # storing it as it stands was refused (at a stat): not tried again until it changes
+
+
+def _file_attrs(size: int, stamp: float) -> SFTPAttrs:
+    moment = int(stamp)
+    return SFTPAttrs(type=1, size=size, permissions=0o100644, uid=0, gid=0, atime=moment, mtime=moment, nlink=1)
 
 
 def _attrs(entry: Entry) -> SFTPAttrs:
@@ -80,7 +91,12 @@ class AfiSFTPServer(asyncssh.SFTPServer):
     """An SFTP server whose files are the AFI tree of the connection's caller."""
 
     def __init__(
-        self, chan: asyncssh.SSHServerChannel[bytes], provider: Provider, caller: Caller, max_upload: int
+        self,
+        chan: asyncssh.SSHServerChannel[bytes],
+        provider: Provider,
+        caller: Caller,
+        max_upload: int,
+        local_files: LocalFiles | None = None,
     ) -> None:
         super().__init__(chan)
         # Files open for writing exist only in their buffer until closed; stat shows them (sshfs asks).
@@ -88,6 +104,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         self.provider = provider
         self.caller = caller
         self.max_upload = max_upload
+        self.locals = local_files if local_files is not None else LocalFiles()
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kw: Any) -> T:
         try:
@@ -116,21 +133,42 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         where = self._path(path)
         pending = self._pending.get(where)
         if pending is not None:
-            now = int(time.time())
-            return SFTPAttrs(
-                type=1, size=len(pending.buffer), permissions=0o100644, uid=0, gid=0, atime=now, mtime=now, nlink=1
-            )
-        return _attrs(await self._run(self.provider.stat, self.caller, where))
+            return await self._written_attrs(pending)
+        return await self._stored_attrs(where)
 
     async def lstat(self, path: bytes) -> SFTPAttrs:
         return await self.stat(path)
 
     async def fstat(self, file_obj: object) -> SFTPAttrs:
         handle = _handle(file_obj)
-        attrs = await self.stat(handle.path.encode())
         if handle.writing:
-            attrs.size = len(handle.buffer)
-        return attrs
+            return await self._written_attrs(handle)
+        return await self.stat(handle.path.encode())
+
+    async def _written_attrs(self, handle: _Handle) -> SFTPAttrs:
+        """A file open for writing shows as stored: a note gains its front matter, and sshfs and the kernel
+        keep the size a stat reports (a read right after the save stops there), so what was written is
+        stored first, as for a read."""
+        if handle.dirty and handle.buffer and not handle.local and not handle.refused:
+            try:
+                await self._commit(handle)
+            except asyncssh.SFTPError:
+                handle.dirty = handle.refused = True  # half a character, say: told at close if still so
+        if handle.dirty or handle.local:
+            return _file_attrs(len(handle.buffer), time.time())
+        return await self._stored_attrs(handle.path)
+
+    async def _stored_attrs(self, where: str) -> SFTPAttrs:
+        local = self.locals.get(where)
+        if local is not None:
+            return _file_attrs(len(local.data), local.mtime)
+        try:
+            entry = await offload(self.provider.stat, self.caller, where)
+        except InvalidPath as err:  # a name the provider cannot hold does not exist (yet: see open), as in FUSE
+            raise asyncssh.SFTPNoSuchFile(f"{where}: {err.code}: {err.message}") from None
+        except AfiError as err:
+            raise sftp_error(err) from None
+        return _attrs(entry)
 
     async def scandir(self, path: bytes) -> AsyncIterator[SFTPName]:
         where = self._path(path)
@@ -144,18 +182,22 @@ class AfiSFTPServer(asyncssh.SFTPServer):
             for entry in page.entries:
                 yield SFTPName(entry.path.rsplit("/", 1)[-1].encode(), attrs=_attrs(entry))
             if not page.next_cursor:
-                return
+                break
             cursor = page.next_cursor
+        self.locals.sweep(self._pending)
+        for local_path, local in self.locals.in_folder(where):
+            yield SFTPName(local_path.rsplit("/", 1)[-1].encode(), attrs=_file_attrs(len(local.data), local.mtime))
 
     async def open(self, path: bytes, pflags: int, attrs: SFTPAttrs) -> object:
         where = self._path(path)
         writing = bool(pflags & (asyncssh.FXF_WRITE | asyncssh.FXF_APPEND | asyncssh.FXF_CREAT | asyncssh.FXF_TRUNC))
         if not writing:
-            pending = self._pending.get(where)
-            if pending is not None and pending.dirty:
-                # sshfs sends CLOSE after the program's close() returned; a reader that comes first
-                # sees what was written so far, as on a disk.
-                await self._commit(pending)
+            # sshfs sends CLOSE after the program's close() returned; a reader that comes first
+            # sees what was written so far, as on a disk.
+            await self.commit_pending(where)
+            local = self.locals.get(where)
+            if local is not None:
+                return _Handle(where, writing=False, buffer=bytearray(local.data), local=True)
             entry = await self._run(self.provider.stat, self.caller, where)
             if entry.type == "directory":
                 raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder")
@@ -165,23 +207,50 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         except AfiError as err:
             raise sftp_error(err) from None
         handle = _Handle(where, writing=True, create_only=bool(pflags & asyncssh.FXF_EXCL))
-        exists = True
-        try:
-            await offload(self.provider.stat, self.caller, where)
-        except NotFound:
-            exists = False
-        except AfiError as err:
-            raise sftp_error(err) from None
+        local = self.locals.get(where)
+        exists, refused = True, ""
+        if local is not None:
+            handle.local = True
+        else:
+            try:
+                await offload(self.provider.stat, self.caller, where)
+            except NotFound:
+                exists = False
+            except InvalidPath as err:  # a name the provider refuses: the file may live in memory only
+                exists, refused = False, err.message
+            except AfiError as err:
+                raise sftp_error(err) from None
         if exists and handle.create_only:
             raise asyncssh.SFTPFileAlreadyExists(f"{where}: conflict: the file exists")
         if not exists and not pflags & asyncssh.FXF_CREAT:
             raise asyncssh.SFTPNoSuchFile(f"{where}: not_found: no such file")
-        if exists and not pflags & asyncssh.FXF_TRUNC:
+        if refused:
+            await self._keep_in_memory(where, refused)
+            handle.local = True
+        if local is not None and not pflags & asyncssh.FXF_TRUNC:
+            handle.buffer.extend(local.data)
+        elif exists and not pflags & asyncssh.FXF_TRUNC:
             handle.buffer.extend(await self._read_all(where))
         else:
             handle.dirty = True  # created or truncated: written on close even when empty
         self._pending[where] = handle
         return handle
+
+    async def _keep_in_memory(self, where: str, reason: str) -> None:
+        """Make ``where``, a name the provider refuses (``reason``), a memory-only file, if its folder is writable."""
+        try:
+            folder = await offload(self.provider.stat, self.caller, posixpath.dirname(where))
+        except AfiError:
+            folder = None
+        try:
+            if folder is None or folder.type != "directory":
+                raise InvalidPath(reason, path=where)
+            if "w" not in str(folder.attributes.get("permissions", "rw")):
+                raise Forbidden(f"{folder.path} is read-only", path=where)
+            self.locals.check(where, 0, self._pending)
+        except AfiError as err:
+            raise sftp_error(err) from None
+        self.locals.put(where, b"", reason=reason)
 
     async def _read_all(self, where: str) -> bytes:
         result = await self._run(self.provider.read, self.caller, where)
@@ -189,7 +258,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
 
     async def read(self, file_obj: object, offset: int, size: int) -> bytes:
         handle = _handle(file_obj)
-        if handle.writing:
+        if handle.writing or handle.local:
             return bytes(handle.buffer[offset : offset + size])
         result = await self._run(self.provider.read, self.caller, handle.path, offset=offset, length=size)
         return result.data
@@ -201,10 +270,12 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         end = offset + len(data)
         if end > self.max_upload:
             raise sftp_error(TooLarge(f"an upload is at most {self.max_upload} bytes over SFTP", path=handle.path))
+        if handle.local and end > len(handle.buffer):
+            self._local_room(handle.path, end)
         if end > len(handle.buffer):
             handle.buffer.extend(b"\0" * (end - len(handle.buffer)))
         handle.buffer[offset:end] = data
-        handle.dirty = True
+        handle.dirty, handle.refused = True, False
         return len(data)
 
     async def close(self, file_obj: object) -> None:
@@ -218,11 +289,29 @@ class AfiSFTPServer(asyncssh.SFTPServer):
     async def fsync(self, file_obj: object) -> None:
         await self._commit(_handle(file_obj))
 
+    async def commit_pending(self, where: str) -> None:
+        """Store what a handle open for writing on ``where`` holds and has not stored yet."""
+        pending = self._pending.get(where)
+        if pending is not None and pending.dirty:
+            await self._commit(pending)
+
     async def _commit(self, handle: _Handle) -> None:
         """Write a changed buffer to the provider, whole, with one ``write``."""
         if handle.writing and handle.dirty:
             handle.dirty = False
+            if handle.local:
+                local = self.locals.get(handle.path)
+                if local is not None:  # else deleted or renamed away meanwhile
+                    self.locals.put(handle.path, bytes(handle.buffer), reason=local.reason)
+                return
             await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+
+    def _local_room(self, where: str, size: int) -> None:
+        """Refuse when memory-only ``where`` growing to ``size`` bytes would pass the session's budget."""
+        try:
+            self.locals.check(where, size, self._pending)
+        except AfiError as err:
+            raise sftp_error(err) from None
 
     async def setstat(self, path: bytes, attrs: SFTPAttrs) -> None:
         if attrs.size is None:
@@ -232,6 +321,12 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         pending = self._pending.get(where)
         if pending is not None:
             await self.fsetstat(pending, attrs)
+            return
+        local = self.locals.get(where)
+        if local is not None:
+            self._local_room(where, attrs.size)
+            resized = local.data[: attrs.size].ljust(attrs.size, b"\0")
+            self.locals.put(where, resized, reason=local.reason)
             return
         before = await self._run(self.provider.stat, self.caller, where)
         data = await self._read_all(where)
@@ -243,9 +338,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         handle = _handle(file_obj)
         if attrs.size is not None and handle.writing:
             self._check_size(attrs.size, handle.path)
+            if handle.local:
+                self._local_room(handle.path, attrs.size)
             del handle.buffer[attrs.size :]
             handle.buffer.extend(b"\0" * max(0, attrs.size - len(handle.buffer)))
-            handle.dirty = True
+            handle.dirty, handle.refused = True, False
 
     def _check_size(self, size: int, where: str) -> None:
         """Refuse a size no upload may reach before any buffer grows to it (a truncate to 2**63, say)."""
@@ -254,6 +351,8 @@ class AfiSFTPServer(asyncssh.SFTPServer):
 
     async def remove(self, path: bytes) -> None:
         where = self._path(path)
+        if self.locals.pop(where) is not None:
+            return
         entry = await self._run(self.provider.stat, self.caller, where)
         if entry.type == "directory":
             raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder (use rmdir)")
@@ -270,10 +369,16 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         await self._run(self.provider.mkdir, self.caller, self._path(path))
 
     async def rename(self, oldpath: bytes, newpath: bytes) -> None:
-        await self._run(self.provider.move, self.caller, self._path(oldpath), self._path(newpath))
+        await self._move(oldpath, newpath, overwrite=False)
 
     async def posix_rename(self, oldpath: bytes, newpath: bytes) -> None:
-        await self._run(self.provider.move, self.caller, self._path(oldpath), self._path(newpath), overwrite=True)
+        await self._move(oldpath, newpath, overwrite=True)
+
+    async def _move(self, oldpath: bytes, newpath: bytes, *, overwrite: bool) -> None:
+        try:
+            await move(self, self._path(oldpath), self._path(newpath), overwrite=overwrite)
+        except AfiError as err:
+            raise sftp_error(err) from None
 
     async def statvfs(self, path: bytes) -> asyncssh.SFTPVFSAttrs:
         return asyncssh.SFTPVFSAttrs(4096, 4096, 1 << 20, 1 << 19, 1 << 19, 1 << 16, 1 << 15, 1 << 15, 0, 0, 255)
