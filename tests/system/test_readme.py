@@ -41,7 +41,8 @@ def test_no_step_deletes_a_note_a_later_step_reads() -> None:
 
 
 def test_make_run_passes_its_args_to_afi_serve() -> None:
-    dry = subprocess.run(["make", "-n", "run", "ARGS=--port 9000 --ssh"], cwd=README.parent, capture_output=True,
-                         text=True, timeout=60)  # fmt: skip
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "run", "ARGS=--port 9000 --ssh"], cwd=README.parent,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.strip().splitlines()[-1].endswith("afi serve --port 9000 --ssh")
+    serve = [line for line in dry.stdout.splitlines() if " serve" in line]
+    assert serve and serve[-1].endswith("afi serve --port 9000 --ssh"), dry.stdout

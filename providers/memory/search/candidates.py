@@ -18,6 +18,7 @@ from afi.paths import is_within
 
 from ..fabric.render import render_note
 from ..ledger.conversation import episode_note
+from ..tree.at import AT_ROOT, parse_at
 from ..tree.ledger import ledger_text
 from ..tree.locate import MANIFEST_NAME, note_path
 from .grep import Candidate
@@ -76,6 +77,8 @@ def candidates(
 
 
 def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
+    if is_within(scope, AT_ROOT):
+        return sorted(c for c in _at_indexed(space, literals, scope) if is_within(c[0], scope))
     found: list[Candidate] = []
     # Current content once, at its folder's path; every version under /history only when the scope is
     # there (as a file server keeps its snapshot folders out of a recursive walk)
@@ -92,6 +95,19 @@ def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
             for rowid, rel in space.workspace.candidates(literals[0] if literals else None)
         )
     return sorted(c for c in found if is_within(c[0], scope))
+
+
+def _at_indexed(space: Space, literals: list[str], scope: str) -> Iterator[Candidate]:
+    """The notes of an instant's tree (``/.afi/at/<instant>``) that may match: as the current tree's,
+    with validity and writing judged at the instant."""
+    where = parse_at(scope)
+    if where is None or not where.segment:
+        return
+    for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals, where.at):
+        if where.area == "history":
+            yield f"{where.base}/history/{id_}.md", "note", rowid
+        elif valid and name and kind in ("fact", "procedure"):
+            yield f"{where.base}/{'facts' if kind == 'fact' else 'procedures'}/{name}.md", "note", rowid
 
 
 def _unindexed(space: Space, scope: str, manifest: Callable[[], bytes]) -> Iterator[Candidate]:

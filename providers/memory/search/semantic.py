@@ -17,6 +17,7 @@ from ..fabric.embedders import hash_tokens
 from ..fabric.render import render_note
 from ..fabric.types import ExplainRow, RecallHit
 from ..ledger.conversation import episode_recall
+from ..tree.at import AT_AREAS, AT_ROOT, parse_at
 from ..tree.locate import note_path
 from .cursor import decode_cursor, encode_cursor
 
@@ -34,6 +35,8 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     assert isinstance(query, SemanticQuery)
     if not query.semantic.strip():
         raise InvalidPath("the semantic query is empty: ask a question")
+    if is_within(scope, AT_ROOT):
+        return semantic_matches(_at_rows(space, request, scope), request, scope, limit)
     kinds = request.kinds or _kinds_for_scope(scope)
     note_kinds = [k for k in kinds if k != "episode"]
     pairs: list[tuple[RecallHit, ExplainRow]] = []
@@ -53,6 +56,33 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
         current = hit.name is not None and current_ids.get((hit.kind, hit.name)) == hit.id
         rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
     return semantic_matches(rows, request, scope, limit)
+
+
+def _at_rows(space: Space, request: SearchRequest, scope: str) -> list[tuple[RecallHit, dict[str, object], str]]:
+    """Semantic search inside ``/.afi/at/<instant>``: recall as of the instant, of the notes written by
+    then, each at its path in that instant's tree (its ``history`` folder when the scope is there)."""
+    query = request.query
+    assert isinstance(query, SemanticQuery)
+    where = parse_at(scope)
+    if where is None or not where.segment:
+        return []
+    kind = AT_AREAS.get(where.area) if where.area else None
+    kinds = [kind] if kind else ["fact", "procedure"]
+    result = space.fabric.recall(query.semantic, kinds=kinds, as_of=where.at, top_k=32, budget=request.budget,
+                                 scoring=SEARCH_SCORING)  # fmt: skip
+    pairs = [(h, e) for h, e in zip(result.hits, result.explain, strict=True) if h.ingested_at <= where.at]
+    named = [(hit.kind, hit.name) for hit, _ in pairs if hit.name is not None]
+    current = space.notes.current_ids(named, where.at)
+    rows = []
+    for hit, explain in pairs:
+        if where.area == "history":
+            path = f"{where.base}/history/{hit.id}.md"
+        elif hit.name is not None and current.get((hit.kind, hit.name)) == hit.id:
+            path = f"{where.base}/{'facts' if hit.kind == 'fact' else 'procedures'}/{hit.name}.md"
+        else:
+            continue
+        rows.append((hit, explain.model_dump(exclude_none=True), path))
+    return rows
 
 
 _AREA_KINDS = (("/facts", "fact"), ("/procedures", "procedure"), ("/files", "file"), ("/episodes", "episode"))

@@ -1,4 +1,5 @@
-"""``/.afi``: the provider's own files, read-only: ``manifest.json``, the manifest the doors serve.
+"""``/.afi``: the provider's own files, read-only: ``manifest.json``, the manifest the doors serve, and
+``at/<instant>/``, the notes as they stood at an instant (:mod:`.at`).
 
 The manifest is built once per state of ``auth.required`` (which follows keys created while serving,
 the only part that changes) and kept with its bytes.
@@ -12,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from afi.errors import NotFound
 from afi.manifest import build_manifest
-from afi.model import Entry, Manifest
+from afi.model import Entry, Manifest, Page
 
 from ..fabric.embedders import Embedder
 from ..search.search import MAX_RESULTS
-from .base import MAX_LIST, Area
+from .at import AT_ROOT, AtPath, at_list, at_stat, at_text, parse_at
+from .base import MAX_LIST, Area, Listing
 from .entries import manifest_entry
 from .locate import MANIFEST_NAME, Node
 
@@ -53,9 +55,20 @@ class AfiArea(Area):
         return cached
 
     def children(self, space: Space) -> list[Entry]:
-        return [manifest_entry(self.body())]
+        return [at_stat(space, AtPath("", "", "", ""), AT_ROOT), manifest_entry(self.body())]
+
+    def stat(self, space: Space, node: Node) -> Entry:
+        where = parse_at(node.path)
+        return super().stat(space, node) if where is None else at_stat(space, where, node.path)
+
+    def list(self, space: Space, node: Node, listing: Listing) -> Page:
+        where = parse_at(node.path)
+        return super().list(space, node, listing) if where is None else at_list(space, where, node.path, listing)
 
     def text(self, space: Space, node: Node) -> tuple[Entry, str]:
+        where = parse_at(node.path)
+        if where is not None:
+            return at_text(space, where, node.path)
         if node.rest != MANIFEST_NAME:
             raise NotFound("no such file", path=node.path)
         body = self.body()

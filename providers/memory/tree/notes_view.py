@@ -32,6 +32,12 @@ def _valid_now(table: str = "") -> str:
     return f"{starts} AND ({table}valid_to IS NULL OR {table}valid_to > :now)"
 
 
+def _written(at: str | None, table: str = "") -> str:
+    """At a past instant (a ``/.afi/at/<instant>`` view), also: the version was written by then. Not
+    asked of now: a replica whose clock lags another's would hide that one's newest notes."""
+    return "" if at is None else f" AND {table}ingested_at <= :now"
+
+
 _VALID_NOW = f"status = 'active' AND {_valid_now()}"
 
 
@@ -100,55 +106,68 @@ class NotesView:
         regex = glob_regex(glob)
         return None if regex is None else (f" AND {column} ~ :glob", regex)
 
-    def list_current(self, kind: str, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
-        """Notes of ``kind`` valid now, ordered by file name ``<name>.md``, after a cursor name."""
+    def list_current(
+        self, kind: str, *, after: str | None, glob: str | None, limit: int, at: str | None = None
+    ) -> list[NoteRow]:
+        """Notes of ``kind`` valid now (or at the instant ``at``), ordered by file name ``<name>.md``,
+        after a cursor name."""
         matching = self._glob("name || '.md'", glob)
         if matching is None:
             return []
         # Written out per case (no ``:after IS NULL OR …``) so SQLite reads the file-name index from the cursor on.
         sql = (
-            f"SELECT {self._columns} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW} "
+            f"SELECT {self._columns} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}{_written(at)} "
             "AND name IS NOT NULL"
             + (" AND name || '.md' > :after" if after is not None else "")
             + matching[0]
             + " ORDER BY name || '.md' LIMIT :limit"
         )
-        args = {**self._scope, "kind": kind, "now": now_iso(), "after": after, "glob": matching[1], "limit": limit}
+        args = {
+            **self._scope,
+            "kind": kind,
+            "now": at or now_iso(),
+            "after": after,
+            "glob": matching[1],
+            "limit": limit,
+        }
         return [_row(r) for r in self._rows(sql, args)]
 
-    def list_history(self, *, after: str | None, glob: str | None, limit: int) -> list[NoteRow]:
-        """Every stored version (superseded and expired included; held and forgotten left out), by id."""
+    def list_history(self, *, after: str | None, glob: str | None, limit: int, at: str | None = None) -> list[NoteRow]:
+        """Every stored version (superseded and expired included; held and forgotten left out), by id;
+        with ``at``, those written by then."""
+        written = "" if at is None else " AND ingested_at <= :at"
         if not self._pg:
             sql = (
-                f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active' "
+                f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'{written} "
                 "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
                 "ORDER BY id || '.md' LIMIT :limit"
             )
-            args = {**self._scope, "after": after, "glob": glob, "limit": limit}
+            args = {**self._scope, "after": after, "glob": glob, "limit": limit, "at": at}
             return [_row(r) for r in self._rows(sql, args)]
         matching = self._glob("id || '.md'", glob)
         if matching is None:
             return []
         sql = (
-            f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'"
+            f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'{written}"
             + (" AND id || '.md' > :after" if after is not None else "")
             + matching[0]
             + " ORDER BY id || '.md' LIMIT :limit"
         )
-        args = {**self._scope, "after": after, "glob": matching[1], "limit": limit}
+        args = {**self._scope, "after": after, "glob": matching[1], "limit": limit, "at": at}
         return [_row(r) for r in self._rows(sql, args)]
 
-    def current(self, kind: str, name: str) -> tuple[NoteRow, str] | None:
-        """The note of ``kind`` named ``name`` valid now, with its rendering."""
+    def current(self, kind: str, name: str, at: str | None = None) -> tuple[NoteRow, str] | None:
+        """The note of ``kind`` named ``name`` valid now (or at ``at``), with its rendering."""
         sql = (
             f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
-            f"AND {_VALID_NOW} ORDER BY seq DESC LIMIT 1"
+            f"AND {_VALID_NOW}{_written(at)} ORDER BY seq DESC LIMIT 1"
         )
-        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": now_iso()})
+        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": at or now_iso()})
         return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
-    def current_ids(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """Given (kind, name) pairs, return the id of the version of each valid now (absent when none is)."""
+    def current_ids(self, names: Sequence[tuple[str, str]], at: str | None = None) -> dict[tuple[str, str], str]:
+        """Given (kind, name) pairs, return the id of the version of each valid now, or at ``at``
+        (absent when none is)."""
         if not names:
             return {}
         pairs = list(dict.fromkeys(names))
@@ -156,7 +175,8 @@ class NotesView:
         wanted = f"WITH wanted(kind, name) AS (VALUES {values}) SELECT "
         joined = (
             " JOIN notes n ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h "
-            f"AND n.kind = w.kind AND n.name = w.name WHERE n.status = 'active' AND {_valid_now('n.')}"
+            "AND n.kind = w.kind AND n.name = w.name WHERE n.status = 'active' "
+            f"AND {_valid_now('n.')}{_written(at, 'n.')}"
         )
         if self._pg:  # the latest valid version of each name: its first row by seq, newest first
             sql = f"{wanted}DISTINCT ON (n.kind, n.name) n.kind, n.name, n.id, n.seq FROM wanted w{joined}"
@@ -165,23 +185,30 @@ class NotesView:
             # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
             # from the row holding the maximum: the latest valid version.
             sql = f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS{joined} GROUP BY n.kind, n.name"
-        args: dict[str, Any] = {**self._scope, "now": now_iso()}
+        args: dict[str, Any] = {**self._scope, "now": at or now_iso()}
         for i, (kind, name) in enumerate(pairs):
             args[f"k{i}"], args[f"n{i}"] = kind, name
         return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
 
-    def version(self, note_id: str) -> tuple[NoteRow, str] | None:
-        """One stored version by id (for /history), with its rendering."""
-        sql = f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
-        found = self._rows(sql, {**self._scope, "id": note_id})
+    def version(self, note_id: str, at: str | None = None) -> tuple[NoteRow, str] | None:
+        """One stored version by id (for /history; with ``at``, only if written by then), with its rendering."""
+        written = "" if at is None else " AND ingested_at <= :at"
+        sql = (
+            f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
+            + written
+        )
+        found = self._rows(sql, {**self._scope, "id": note_id, "at": at})
         return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
     def count_current(self, kind: str) -> int:
         sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
         return int(self._rows(sql, {**self._scope, "kind": kind, "now": now_iso()})[0][0])
 
-    def grep_candidates(self, literals: list[str]) -> Iterator[tuple[int, str, str, str | None, bool]]:
-        """Yield (rowid, id, kind, name, valid_now) of active notes whose rendering may match.
+    def grep_candidates(
+        self, literals: list[str], at: str | None = None
+    ) -> Iterator[tuple[int, str, str, str | None, bool]]:
+        """Yield (rowid, id, kind, name, valid_now) of active notes whose rendering may match; with
+        ``at``, of those written by then, and whether each was valid then.
 
         With literals (each of three characters or more) the trigram index drives the query, and the
         rows are those that may hold every literal in any case. In SQLite that is the FTS5 table (a
@@ -190,8 +217,8 @@ class NotesView:
         active note of the scope is a candidate. Texts are loaded separately, page by page.
         """
         valid = _valid_now()
-        where = f"{self._where} AND status = 'active'"
-        args: dict[str, Any] = {**self._scope, "now": now_iso()}
+        where = f"{self._where} AND status = 'active'{_written(at)}"
+        args: dict[str, Any] = {**self._scope, "now": at or now_iso()}
         if literals and self._pg:
             likes = "".join(f" AND {ilike('rendered', f':l{i}')}" for i in range(len(literals)))
             sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}"

@@ -1,0 +1,122 @@
+"""``/.afi/at/<instant>/``: the notes as they stood at an instant, read-only.
+
+``<instant>`` is an ISO 8601 time (``2026-11-30T10:00:00Z``; a date alone is its midnight UTC), kept
+in the paths as it was typed. Beneath it:
+
+- ``facts/<name>.md`` and ``procedures/<name>.md``: the version of each name that was valid then and
+  already written then (superseded since, expired since, or written later: the past is what was
+  believed at that instant, not today's knowledge of it). Forgotten notes stay forgotten.
+- ``history/<id>.md``: every version written by then.
+
+A version reads as it is stored, its front matter whole (a ``valid_to`` set when it was superseded
+later shows too). Search reaches these paths like any other (:mod:`..search`). Workspace files, working
+blocks and the ledger keep no past of their own yet, so an instant shows the notes only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from afi.errors import InvalidPath, NotFound
+from afi.model import Entry, Page
+
+from .base import Listing
+from .entries import dir_entry, row_entry
+
+if TYPE_CHECKING:
+    from ..spaces import Space
+
+__all__ = ["AT_AREAS", "AT_ROOT", "AtPath", "at_list", "at_stat", "at_text", "parse_at"]
+
+AT_ROOT = "/.afi/at"
+AT_AREAS: dict[str, str | None] = {"facts": "fact", "history": None, "procedures": "procedure"}
+
+
+@dataclass(frozen=True)
+class AtPath:
+    """A path inside ``/.afi/at``: the instant's segment as typed, the instant, and the rest."""
+
+    segment: str  # "" for /.afi/at itself
+    at: str  # the instant, canonical (UTC, milliseconds)
+    area: str  # "" for the instant's own folder
+    name: str  # "" for an area folder
+
+    @property
+    def base(self) -> str:
+        return f"{AT_ROOT}/{self.segment}"
+
+
+def instant(segment: str, path: str) -> str:
+    """Given an instant as a path segment, return it canonical; InvalidPath when it is no instant."""
+    try:
+        moment = datetime.fromisoformat(segment.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidPath(
+            f"{segment!r} is not an instant: use ISO 8601, such as 2026-11-30T10:00:00Z or 2026-11-30", path=path
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_at(path: str) -> AtPath | None:
+    """Given a normalised path, return where it lands inside ``/.afi/at`` (None when it is not there)."""
+    if path != AT_ROOT and not path.startswith(AT_ROOT + "/"):
+        return None
+    parts = path[len(AT_ROOT) + 1 :].split("/") if path != AT_ROOT else []
+    if not parts:
+        return AtPath("", "", "", "")
+    at = instant(parts[0], path)
+    area = parts[1] if len(parts) > 1 else ""
+    if area and area not in AT_AREAS:
+        raise NotFound(f"an instant shows {', '.join(AT_AREAS)} (files, blocks and the ledger keep no past yet)",
+                       path=path)  # fmt: skip
+    if len(parts) > 3:
+        raise NotFound("no such note: the folders of an instant are flat", path=path)
+    return AtPath(parts[0], at, area, parts[2] if len(parts) == 3 else "")
+
+
+def _note(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
+    if not where.name.endswith(".md") or len(where.name) <= 3:
+        raise NotFound(f"notes in {where.base}/{where.area} are named <name>.md", path=path)
+    name = where.name[:-3]
+    kind = AT_AREAS[where.area]
+    found = space.notes.current(kind, name, where.at) if kind else space.notes.version(name, where.at)
+    if found is None:
+        raise NotFound(f"no such note at {where.segment}", path=path)
+    row, rendered = found
+    return row_entry(path, row, writable=False), rendered
+
+
+def at_text(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
+    """A note of an instant: its entry (read-only) and its stored rendering."""
+    if not where.name:
+        raise InvalidPath("this is a folder, not a file: list it instead of reading it", path=path)
+    return _note(space, where, path)
+
+
+def at_stat(space: Space, where: AtPath, path: str) -> Entry:
+    if where.name:
+        return _note(space, where, path)[0]
+    entry = dir_entry(path, where.at or None)
+    return entry.model_copy(update={"attributes": {"permissions": "r"}})
+
+
+def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
+    if where.name:
+        _note(space, where, path)
+        raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
+    if not where.segment:
+        return listing.page([])  # instants are not enumerable: name one
+    if not where.area:
+        return listing.page([at_stat(space, AtPath(where.segment, where.at, a, ""), f"{path}/{a}") for a in AT_AREAS])
+    kind = AT_AREAS[where.area]
+    if kind is None:
+        rows = space.notes.list_history(after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
+                                        at=where.at)  # fmt: skip
+        return listing.cut([row_entry(f"{path}/{r.id}.md", r, writable=False) for r in rows])
+    rows = space.notes.list_current(kind, after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
+                                    at=where.at)  # fmt: skip
+    return listing.cut([row_entry(f"{path}/{r.name or r.id}.md", r, writable=False) for r in rows])

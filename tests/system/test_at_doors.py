@@ -1,0 +1,112 @@
+"""``/.afi/at/<instant>/`` through every door: what the agent believed on Monday, by ``cat`` on the
+mount, ``grep`` over SSH, HTTP and MCP, on one served store (the README's SQLite default)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from afi.clients.mcp import McpClient
+from tests.support.fuse import afi_mount, needs_fuse
+from tests.support.ssh import OPTS, add_key, keygen, start_afi
+
+
+@dataclass
+class Served:
+    http: str
+    ssh_port: int
+    token: str
+    ssh_key: Path
+    db: Path
+    root: Path
+    base: Path
+    monday: str
+
+
+def _instant() -> str:
+    time.sleep(0.02)
+    moment = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    time.sleep(0.02)
+    return moment
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from afi.auth.keys import KeyStore
+
+    base = tmp_path_factory.mktemp("at-doors")
+    db, root = base / "afi.db", base / "files"
+    token = KeyStore(db).create(space="default", scopes=("afi:write",), name="writer")[1]
+    writer = next(k.id for k in KeyStore(db).list() if k.name == "writer")
+    ssh_key = keygen(base, "writer")
+    add_key(db, ssh_key.with_suffix(".pub"), api_key=writer)
+    store = ["--db", str(db), "--root", str(root)]
+    with (
+        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", *store], base / "xdg") as http,
+        start_afi(["ssh", "--port", "0", "--conn-rate", "0", "--cmd-rate", "0", *store], base / "xdg") as ssh,
+    ):
+        url = f"http://127.0.0.1:{http['http']}"
+        auth = {"Authorization": f"Bearer {token}"}
+        put = httpx.put(f"{url}/afi/write", params={"path": "/facts/deploy.md"}, headers=auth,
+                        content=b"We deploy with a zebra canary on Mondays")  # fmt: skip
+        put.raise_for_status()
+        monday = _instant()
+        put = httpx.put(f"{url}/afi/write", params={"path": "/facts/deploy.md"}, headers=auth,
+                        content=b"We deploy blue-green with an okapi gate now")  # fmt: skip
+        put.raise_for_status()
+        yield Served(url, ssh["ssh"], token, ssh_key, db, root, base, monday)
+
+
+def test_http_reads_and_searches_monday(served: Served) -> None:
+    auth = {"Authorization": f"Bearer {served.token}"}
+    at = f"/.afi/at/{served.monday}"
+    read = httpx.get(f"{served.http}/afi/read", params={"path": f"{at}/facts/deploy.md"}, headers=auth)
+    assert read.status_code == 200 and b"zebra canary" in read.content
+    now = httpx.get(f"{served.http}/afi/read", params={"path": "/facts/deploy.md"}, headers=auth)
+    assert b"okapi" in now.content
+    found = httpx.post(f"{served.http}/afi/search", json={"query": "zebra", "path": at}, headers=auth).json()
+    assert [m["path"] for m in found["matches"]] == [f"{at}/facts/deploy.md"]
+    refused = httpx.put(f"{served.http}/afi/write", params={"path": f"{at}/facts/deploy.md"}, headers=auth,
+                        content=b"rewrite the past")  # fmt: skip
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    bad = httpx.get(f"{served.http}/afi/stat", params={"path": "/.afi/at/last-monday"}, headers=auth)
+    assert bad.status_code == 400 and "not an instant" in bad.json()["error"]["message"]
+
+
+def test_mcp_reads_monday(served: Served) -> None:
+    with McpClient.http(served.http + "/mcp", served.token) as client:
+        at = f"/.afi/at/{served.monday}"
+        assert b"zebra canary" in client.read(f"{at}/facts/deploy.md").data
+        assert [e.path for e in client.list(f"{at}/facts").entries] == [f"{at}/facts/deploy.md"]
+
+
+def test_ssh_greps_monday(served: Served) -> None:
+    cmd = ["ssh", "-p", str(served.ssh_port), "-i", str(served.ssh_key), *OPTS, "127.0.0.1"]
+    at = f"/.afi/at/{served.monday}"
+    done = subprocess.run([*cmd, f"grep -r zebra {at}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{at}/facts/deploy.md:We deploy with a zebra canary on Mondays"
+    listed = subprocess.run([*cmd, f"ls {at}/facts"], capture_output=True, text=True, timeout=60)
+    assert listed.stdout.split() == ["deploy.md"]
+
+
+@needs_fuse
+def test_the_mount_cats_monday(served: Served) -> None:
+    (served.base / "writer.key").write_text(served.token + "\n")
+    with afi_mount(served.base / "mnt", served.db, served.root, "--token", str(served.base / "writer.key")) as mount:
+        at = Path(mount.path) / ".afi" / "at" / served.monday
+        assert sorted(os.listdir(at)) == ["facts", "history", "procedures"]
+        assert "zebra canary" in (at / "facts" / "deploy.md").read_text()
+        grep = subprocess.run(["grep", "-r", "zebra", str(at / "facts")], capture_output=True, text=True, timeout=60)
+        assert grep.returncode == 0 and "deploy.md" in grep.stdout
+        with pytest.raises(OSError):
+            (at / "facts" / "deploy.md").write_text("rewrite the past")
+        assert "okapi" in (Path(mount.path) / "facts" / "deploy.md").read_text()
