@@ -38,6 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "afi.commands.session",
     "afi.commands.search",
     "afi.commands.files",
+    "afi.commands.snapshot",
 )
 
 

@@ -59,6 +59,7 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("workspace_seq", ("space",), replace=True),
     TableCopy("ledger_sessions", ("key",)),
     TableCopy("ledger_entries", ("seq",)),
+    TableCopy("snapshots", ("space", "name")),
 )
 # identity columns whose sequence must move past the copied rows on PostgreSQL
 _IDENTITIES = {"afi_keys": "rowid", "afi_ssh_keys": "rowid", "audit": "seq", "notes": "rowid",

@@ -179,6 +179,11 @@ def _initial_layout(conn: psycopg.Connection[Any]) -> None:
         _sql(script)(conn)
 
 
+_SNAPSHOTS = """
+CREATE TABLE snapshots (space {T} NOT NULL, name {T} NOT NULL, at {T} NOT NULL, created_at {T} NOT NULL,
+    PRIMARY KEY (space, name));
+"""
+
 _HALF_PRECISION = """
 ALTER TABLE notes ALTER COLUMN embedding TYPE halfvec USING embedding::halfvec;
 """
@@ -191,6 +196,7 @@ STEPS: tuple[PgStep, ...] = (
     PgStep(2, "embeddings at half precision", _sql(_HALF_PRECISION)),
     # a space's last write (the time its folders show) is one index lookup
     PgStep(3, "audit by space", _sql("CREATE INDEX audit_space_seq ON audit (space, seq);")),
+    PgStep(4, "snapshots", _sql(_SNAPSHOTS)),
 )
 LATEST = len(STEPS)
 

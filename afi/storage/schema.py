@@ -256,10 +256,19 @@ def _audit_by_space(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS audit_space_seq ON audit (space, seq)")
 
 
+def _snapshots(db: sqlite_utils.Database) -> None:
+    """Named instants of a space (afi snapshot): one row each, the past they name is the notes' own."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS snapshots (space TEXT NOT NULL, name TEXT NOT NULL, at TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (space, name))"
+    )
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
     Step(3, "trigram indexes without positions", _trigrams_without_positions),
     Step(4, "audit by space", _audit_by_space),
+    Step(5, "snapshots", _snapshots),
 )
 LATEST = len(STEPS)

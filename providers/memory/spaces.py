@@ -16,6 +16,7 @@ from .fabric.fabric import MemoryFabric, create_memory_fabric
 from .fabric.memory import space_memory
 from .ledger.ledger import Ledger
 from .ledger.source import LedgerSource
+from .snapshots import Snapshots
 from .tree.notes_view import NotesView
 from .tree.times import SpaceClock
 from .workspace.advisory import AdvisorySpaceLocks
@@ -36,6 +37,7 @@ class Space:
     workspace: Workspace
     ledger: Ledger
     clock: SpaceClock  # the time its top-level folders show
+    snapshots: Snapshots  # named instants, shown at /.afi/at/<name>/
 
 
 class Spaces:
@@ -109,6 +111,7 @@ class Spaces:
             Workspace(self._root, name, self._database, self._limits),
             ledger,
             SpaceClock(self._database, name),
+            Snapshots(self._database, name),
         )
 
 

@@ -8,6 +8,7 @@ made again), and every table agrees by row count and checksum. A copy interrupte
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import psycopg
@@ -38,6 +39,7 @@ def build_store(db: str | Path, root: Path) -> None:
     ]})  # fmt: skip
     provider.ledger_write(OWNER, "observe", "s1", {"text": "dashboards are in grafana", "source_entry_ids": ["m2"]})
     KeyStore(db).create(space="default", scopes=("afi:read",), name="reader")
+    provider.snapshot_create(OWNER, "before-friday", at="2026-11-30T10:00:00Z")
 
 
 def answers(db: str | Path, root: Path) -> dict[str, object]:
@@ -58,6 +60,7 @@ def answers(db: str | Path, root: Path) -> dict[str, object]:
         "session": "grafana under fleet" in conversation,
         "conversation": len(conversation_hits.matches),
         "keys": [k.name for k in KeyStore(db).list()],
+        "snapshots": [(s.name, s.at) for s in MemoryProvider(db, root).snapshot_list(OWNER)],
     }
 
 
@@ -131,3 +134,18 @@ def test_a_copy_refuses_a_destination_that_holds_a_store(tmp_path: Path, pg_stor
     assert same.returncode == 2 and "same store" in same.stderr
     missing = afi("db", "copy", "--from", str(tmp_path / "nope.db"), "--to", pg_store_url, db=first)
     assert missing.returncode == 2 and "no store at" in missing.stderr
+
+
+def test_every_table_of_a_store_is_copied(tmp_path: Path) -> None:
+    """A table a later migration adds must be copied too: every table of a fresh SQLite store but the
+    full-text indexes (rebuilt from the rows they index) and the migrations' own bookkeeping."""
+    from afi.app.dbcopy import TABLES
+
+    db = tmp_path / "afi.db"
+    MemoryProvider(db, tmp_path / "files").stat(OWNER, "/")
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    virtual = [name for name, sql in rows if sql and sql.startswith("CREATE VIRTUAL TABLE")]
+    tables = {name for name, _ in rows if not name.startswith("sqlite_") and name not in virtual
+              and not any(name.startswith(v + "_") for v in virtual)}  # fmt: skip
+    assert tables - {"schema_version", "schema_migrations"} == {spec.name for spec in TABLES}

@@ -77,8 +77,10 @@ def test_http_reads_and_searches_monday(served: Served) -> None:
     refused = httpx.put(f"{served.http}/afi/write", params={"path": f"{at}/facts/deploy.md"}, headers=auth,
                         content=b"rewrite the past")  # fmt: skip
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
-    bad = httpx.get(f"{served.http}/afi/stat", params={"path": "/.afi/at/last-monday"}, headers=auth)
+    bad = httpx.get(f"{served.http}/afi/stat", params={"path": "/.afi/at/30-11-2026"}, headers=auth)
     assert bad.status_code == 400 and "not an instant" in bad.json()["error"]["message"]
+    unknown = httpx.get(f"{served.http}/afi/stat", params={"path": "/.afi/at/last-monday"}, headers=auth)
+    assert unknown.status_code == 404 and "no snapshot named" in unknown.json()["error"]["message"]
 
 
 def test_mcp_reads_monday(served: Served) -> None:

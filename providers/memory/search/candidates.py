@@ -100,7 +100,7 @@ def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
 def _at_indexed(space: Space, literals: list[str], scope: str) -> Iterator[Candidate]:
     """The notes of an instant's tree (``/.afi/at/<instant>``) that may match: as the current tree's,
     with validity and writing judged at the instant."""
-    where = parse_at(scope)
+    where = parse_at(scope, space)
     if where is None or not where.segment:
         return
     for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals, where.at):

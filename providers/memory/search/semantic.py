@@ -63,7 +63,7 @@ def _at_rows(space: Space, request: SearchRequest, scope: str) -> list[tuple[Rec
     then, each at its path in that instant's tree (its ``history`` folder when the scope is there)."""
     query = request.query
     assert isinstance(query, SemanticQuery)
-    where = parse_at(scope)
+    where = parse_at(scope, space)
     if where is None or not where.segment:
         return []
     kind = AT_AREAS.get(where.area) if where.area else None

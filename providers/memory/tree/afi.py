@@ -58,15 +58,15 @@ class AfiArea(Area):
         return [at_stat(space, AtPath("", "", "", ""), AT_ROOT), manifest_entry(self.body())]
 
     def stat(self, space: Space, node: Node) -> Entry:
-        where = parse_at(node.path)
+        where = parse_at(node.path, space)
         return super().stat(space, node) if where is None else at_stat(space, where, node.path)
 
     def list(self, space: Space, node: Node, listing: Listing) -> Page:
-        where = parse_at(node.path)
+        where = parse_at(node.path, space)
         return super().list(space, node, listing) if where is None else at_list(space, where, node.path, listing)
 
     def text(self, space: Space, node: Node) -> tuple[Entry, str]:
-        where = parse_at(node.path)
+        where = parse_at(node.path, space)
         if where is not None:
             return at_text(space, where, node.path)
         if node.rest != MANIFEST_NAME:

@@ -1,7 +1,8 @@
 """``/.afi/at/<instant>/``: the notes as they stood at an instant, read-only.
 
-``<instant>`` is an ISO 8601 time (``2026-11-30T10:00:00Z``; a date alone is its midnight UTC), kept
-in the paths as it was typed. Beneath it:
+``<instant>`` is an ISO 8601 time (``2026-11-30T10:00:00Z``; a date alone is its midnight UTC) or a
+snapshot's name (``afi snapshot create``: a name starts with a letter, an instant with a digit), kept
+in the paths as it was typed; ``/.afi/at`` lists the snapshots. Beneath it:
 
 - ``facts/<name>.md`` and ``procedures/<name>.md``: the version of each name that was valid then and
   already written then (superseded since, expired since, or written later: the past is what was
@@ -51,6 +52,8 @@ class AtPath:
 def instant(segment: str, path: str) -> str:
     """Given an instant as a path segment, return it canonical; InvalidPath when it is no instant."""
     try:
+        if segment[:1].isalpha():  # a snapshot's name starts with a letter, an instant with a digit
+            raise ValueError(segment)
         moment = datetime.fromisoformat(segment.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise InvalidPath(
@@ -61,14 +64,24 @@ def instant(segment: str, path: str) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse_at(path: str) -> AtPath | None:
+def _resolve(segment: str, path: str, space: Space) -> str:
+    """The instant a path segment names: an ISO 8601 time, or a snapshot of the space by its name."""
+    if segment[:1].isalpha():
+        found = space.snapshots.get(segment)
+        if found is None:
+            raise NotFound(f"no snapshot named {segment!r} in this space (afi snapshot list)", path=path)
+        return found.at
+    return instant(segment, path)
+
+
+def parse_at(path: str, space: Space) -> AtPath | None:
     """Given a normalised path, return where it lands inside ``/.afi/at`` (None when it is not there)."""
     if path != AT_ROOT and not path.startswith(AT_ROOT + "/"):
         return None
     parts = path[len(AT_ROOT) + 1 :].split("/") if path != AT_ROOT else []
     if not parts:
         return AtPath("", "", "", "")
-    at = instant(parts[0], path)
+    at = _resolve(parts[0], path, space)
     area = parts[1] if len(parts) > 1 else ""
     if area and area not in AT_AREAS:
         raise NotFound(f"an instant shows {', '.join(AT_AREAS)} (files, blocks and the ledger keep no past yet)",
@@ -108,8 +121,9 @@ def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
     if where.name:
         _note(space, where, path)
         raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
-    if not where.segment:
-        return listing.page([])  # instants are not enumerable: name one
+    if not where.segment:  # the snapshots (any other instant is named, not listed)
+        snapshots = space.snapshots.list()
+        return listing.page([at_stat(space, AtPath(s.name, s.at, "", ""), f"{AT_ROOT}/{s.name}") for s in snapshots])
     if not where.area:
         return listing.page([at_stat(space, AtPath(where.segment, where.at, a, ""), f"{path}/{a}") for a in AT_AREAS])
     kind = AT_AREAS[where.area]

@@ -242,7 +242,7 @@ def test_later_steps_change_only_what_they_name(tmp_path: Path) -> None:
     migrate(latest)
     before, after = _layout(first), _layout(latest)
     added = set(after) - set(before)
-    assert added == {"notes_file_name", "audit_space_seq"}
+    assert added == {"notes_file_name", "audit_space_seq", "snapshots", "sqlite_autoindex_snapshots_1"}
     kept = _without(after, added)
     changed = {name for name in before if kept.get(name) != before[name]}
     assert {"notes_trigram", "workspace_trigram"} <= changed and all(_rebuilt(name) for name in changed), changed

@@ -99,7 +99,8 @@ def test_search_at_an_instant_answers_from_that_instant_in_every_mode(
 @pytest.mark.parametrize(
     ("path", "error", "said"),
     [
-        ("/.afi/at/last-monday/facts", InvalidPath, "not an instant"),
+        ("/.afi/at/last-monday/facts", NotFound, "no snapshot named 'last-monday'"),
+        ("/.afi/at/1monday/facts", InvalidPath, "not an instant"),
         ("/.afi/at/2026-13-45/facts", InvalidPath, "not an instant"),
         ("/.afi/at/2026-11-30T10:00:00Z/files", NotFound, "keep no past yet"),
         ("/.afi/at/2026-11-30T10:00:00Z/facts/a/b.md", NotFound, "flat"),
