@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "afi.commands.search",
     "afi.commands.files",
     "afi.commands.snapshot",
+    "afi.commands.diff",
 )
 
 

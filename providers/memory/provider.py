@@ -31,6 +31,7 @@ from .spaces import Space, Spaces, check_space_name
 from .tree.afi import AfiArea, memory_manifest
 from .tree.at import AT_ROOT, instant
 from .tree.base import MAX_LIST, Area, Listing, WriteOptions
+from .tree.diff import NotesDiff, diff_notes
 from .tree.locate import AREAS, READ_ONLY_AREAS, Node, locate, note_path
 from .tree.root import area_handlers
 from .workspace.advisory import AdvisorySpaceLocks
@@ -304,6 +305,11 @@ class MemoryProvider:
                 raise NotFound(f"no snapshot named {name!r} in this space", path=where)
 
         self._audited(caller, "snapshot-delete", where, run)
+
+    def diff(self, caller: Caller, since: str, until: str) -> NotesDiff:
+        """What changed in the caller's space's notes between two instants or snapshots (afi:read)."""
+        caller.require("afi:read")
+        return diff_notes(self._space(caller.space), since, until)
 
     def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
         """Append to a session's branch (``op`` one of LEDGER_OPS); needs afi:write, audited."""

@@ -29,7 +29,7 @@ from .entries import dir_entry, row_entry
 if TYPE_CHECKING:
     from ..spaces import Space
 
-__all__ = ["AT_AREAS", "AT_ROOT", "AtPath", "at_list", "at_stat", "at_text", "parse_at"]
+__all__ = ["AT_AREAS", "AT_ROOT", "AtPath", "at_list", "at_stat", "at_text", "instant", "parse_at", "resolve_instant"]
 
 AT_ROOT = "/.afi/at"
 AT_AREAS: dict[str, str | None] = {"facts": "fact", "history": None, "procedures": "procedure"}
@@ -64,7 +64,7 @@ def instant(segment: str, path: str) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _resolve(segment: str, path: str, space: Space) -> str:
+def resolve_instant(segment: str, path: str, space: Space) -> str:
     """The instant a path segment names: an ISO 8601 time, or a snapshot of the space by its name."""
     if segment[:1].isalpha():
         found = space.snapshots.get(segment)
@@ -81,7 +81,7 @@ def parse_at(path: str, space: Space) -> AtPath | None:
     parts = path[len(AT_ROOT) + 1 :].split("/") if path != AT_ROOT else []
     if not parts:
         return AtPath("", "", "", "")
-    at = _resolve(parts[0], path, space)
+    at = resolve_instant(parts[0], path, space)
     area = parts[1] if len(parts) > 1 else ""
     if area and area not in AT_AREAS:
         raise NotFound(f"an instant shows {', '.join(AT_AREAS)} (files, blocks and the ledger keep no past yet)",

@@ -1,0 +1,50 @@
+"""``afi diff A B``: what changed in a space's notes between two instants or snapshots.
+
+``A`` and ``B`` are ISO 8601 times, snapshot names (``afi snapshot create``) or ``now``. Text output
+is one line per note (``+`` added, ``~`` changed, ``-`` retired); ``--json`` prints the whole diff.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+from .errors import afi_errors
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+
+__all__ = ["register"]
+
+Side = Annotated[str, typer.Argument(help="An instant (ISO 8601), a snapshot's name, or now")]
+
+
+def diff(
+    since: Side,
+    until: Side = "now",
+    space: SpaceOption = "default",
+    db: DbOption = None,
+    root: RootOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON")] = False,
+) -> None:
+    """Show the notes added, changed and retired between two instants (or snapshots); exit 1 when none."""
+    from afi.app.local import local_owner, open_provider
+
+    with afi_errors():
+        found = open_provider(resolve_db(db), resolve_root(root)).diff(local_owner(space), since, until)
+    if as_json:
+        typer.echo(json.dumps(asdict(found), indent=2))
+    else:
+        typer.echo(f"notes from {found.since} to {found.until}")
+        for mark, changes in (("+", found.added), ("~", found.changed), ("-", found.retired)):
+            for change in changes:
+                ids = {"+": change.after, "~": f"{change.before} -> {change.after}", "-": change.before}[mark]
+                typer.echo(f"{mark} {change.path}  ({ids})")
+    if not (found.added or found.changed or found.retired):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``afi diff`` to ``app``."""
+    app.command("diff")(diff)

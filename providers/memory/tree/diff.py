@@ -1,0 +1,76 @@
+"""What changed in a space's notes between two instants (or snapshots): added, changed, retired.
+
+Each side is the tree ``/.afi/at/<instant>/`` shows (:mod:`.at`): the version of each fact and
+procedure name valid and written at that instant. A name present only later was added; on both sides
+with another version, changed; present only earlier, retired (its validity ended, or it was renamed
+away). A forgotten note, or one under legal hold, is gone from every instant (forgetting erases; a
+hold keeps it for the auditors, not for recall), so no diff lists it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from afi.errors import InvalidPath
+
+from .at import AT_AREAS, resolve_instant
+from .locate import note_path
+from .notes_view import now_iso
+
+if TYPE_CHECKING:
+    from ..spaces import Space
+
+__all__ = ["Change", "NotesDiff", "diff_notes"]
+
+_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    before: str | None  # the version's id at the first instant
+    after: str | None  # at the second
+
+
+@dataclass
+class NotesDiff:
+    since: str
+    until: str
+    added: list[Change] = field(default_factory=list)
+    changed: list[Change] = field(default_factory=list)
+    retired: list[Change] = field(default_factory=list)
+
+
+def _tree(space: Space, at: str) -> dict[str, str]:
+    """Path → version id of every fact and procedure of the tree at ``at``."""
+    found: dict[str, str] = {}
+    for kind in (k for k in AT_AREAS.values() if k is not None):
+        after: str | None = None
+        while True:
+            rows = space.notes.list_current(kind, after=after, glob=None, limit=_PAGE, at=at)
+            for row in rows:
+                found[note_path(kind, row.name or row.id)] = row.id
+            if len(rows) < _PAGE:
+                break
+            after = f"{rows[-1].name or rows[-1].id}.md"
+    return found
+
+
+def diff_notes(space: Space, since: str, until: str) -> NotesDiff:
+    """Given two instants (ISO 8601, a snapshot's name, or ``now``), return what changed between them."""
+    if not since or not until:
+        raise InvalidPath("name two instants (ISO 8601, a snapshot's name, or now)")
+    start = now_iso() if since == "now" else resolve_instant(since, f"/.afi/at/{since}", space)
+    end = now_iso() if until == "now" else resolve_instant(until, f"/.afi/at/{until}", space)
+    before, after = _tree(space, start), _tree(space, end)
+    out = NotesDiff(start, end)
+    for path in sorted(before.keys() | after.keys()):
+        was, now = before.get(path), after.get(path)
+        if was is None:
+            out.added.append(Change(path, None, now))
+        elif now is None:
+            out.retired.append(Change(path, was, None))
+        elif was != now:
+            out.changed.append(Change(path, was, now))
+    return out
