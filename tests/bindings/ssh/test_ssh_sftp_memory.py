@@ -34,11 +34,15 @@ def port(tmp_path: Path) -> Iterator[int]:
     try:
         yield acceptor.get_port()
     finally:
-        acceptor.close()
-        asyncio.run_coroutine_threadsafe(acceptor.wait_closed(), loop).result(30)
+        asyncio.run_coroutine_threadsafe(_closed(acceptor), loop).result(30)  # on the loop's own thread
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+async def _closed(acceptor: Any) -> None:
+    acceptor.close()
+    await acceptor.wait_closed()
 
 
 @asynccontextmanager
