@@ -83,7 +83,8 @@ def auth_status(db: Path | str) -> AuthStatus:
 
 def owner_token_for(url: str, db: Path | str) -> str | None:
     """Given a server's URL and the store, return the owner's token to send it: only to this machine."""
-    if not is_loopback_host(urlsplit(url).netloc):
+    host = urlsplit(url).hostname  # not the netloc: user@ parts and ports are not the host
+    if host is None or not is_loopback_host(host):
         return None
     return OwnerFile.read(owner_token_path(db)).token
 

@@ -141,8 +141,8 @@ def _canonical(value: Any) -> Any:
     """A value as the checksum sees it, the same on either engine (an embedding as its components)."""
     if hasattr(value, "to_numpy"):
         return value.to_numpy().astype(np.float32).tobytes().hex()
-    if isinstance(value, bytes | memoryview):
-        return unpack_vector(value).tobytes().hex()
+    if isinstance(value, bytes | memoryview):  # an older store's float32 row is kept at half precision there
+        return unpack_vector(value).astype(np.float16).astype(np.float32).tobytes().hex()
     if isinstance(value, float):
         return repr(value)
     return value

@@ -304,7 +304,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
                 if local is not None:  # else deleted or renamed away meanwhile
                     self.locals.put(handle.path, bytes(handle.buffer), reason=local.reason)
                 return
-            await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+            try:
+                await self._run(self.provider.write, self.caller, handle.path, bytes(handle.buffer))
+            except BaseException:
+                handle.dirty = True  # not stored: the close tries again (and answers its error)
+                raise
 
     def _local_room(self, where: str, size: int) -> None:
         """Refuse when memory-only ``where`` growing to ``size`` bytes would pass the session's budget."""

@@ -48,6 +48,8 @@ class Snapshots:
     def create(self, name: str, at: str | None = None) -> Snapshot:
         """Name the instant ``at`` (canonical; default now). Conflict when the name is taken."""
         snapshot = Snapshot(check_snapshot_name(name), at or _now(), _now())
+        if snapshot.at > snapshot.created_at:  # a future instant's view would keep changing
+            raise InvalidPath(f"a snapshot names a past instant, and {snapshot.at} is still to come")
         with self._db.transaction() as conn:
             taken = conn.execute(
                 "SELECT 1 FROM snapshots WHERE space = ? AND name = ?", (self.space, snapshot.name)

@@ -18,6 +18,7 @@ from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
 from afi.auth.keys import KeyStore
 from afi.clients import LocalClient
 from afi.provider import Caller
+from afi.providers.memory.fabric.vector_bytes import unpack_vector
 from afi.providers.memory.provider import MemoryProvider
 from tests.support.cli import afi
 
@@ -149,3 +150,23 @@ def test_every_table_of_a_store_is_copied(tmp_path: Path) -> None:
     tables = {name for name, _ in rows if not name.startswith("sqlite_") and name not in virtual
               and not any(name.startswith(v + "_") for v in virtual)}  # fmt: skip
     assert tables - {"schema_version", "schema_migrations"} == {spec.name for spec in TABLES}
+
+
+def test_an_older_stores_full_precision_vectors_copy_and_verify(tmp_path: Path, pg_store_url: str) -> None:
+    """Rows embedded before vectors were kept at half precision (raw float32 blobs) are read as they
+    are; a copy keeps them at half precision and its checksums compare them there."""
+    import numpy as np
+
+    sqlite_db, root = tmp_path / "afi.db", tmp_path / "files"
+    build_store(sqlite_db, root)
+    before = answers(sqlite_db, root)
+    with sqlite3.connect(sqlite_db) as conn:  # rewrite every embedding as an older store kept it
+        rows = conn.execute("SELECT rowid, embedding FROM notes WHERE embedding IS NOT NULL").fetchall()
+        for rowid, blob in rows:
+            conn.execute("UPDATE notes SET embedding = ? WHERE rowid = ?",
+                         (unpack_vector(blob).astype(np.float32).tobytes(), rowid))  # fmt: skip
+    assert rows  # there were embeddings to rewrite
+    there = afi("db", "copy", "--from", str(sqlite_db), "--to", pg_store_url, db=sqlite_db)
+    assert there.returncode == 0, there.stderr
+    assert "every table checked" in there.stdout and "DIFFERS" not in there.stdout
+    assert answers(pg_store_url, root) == before

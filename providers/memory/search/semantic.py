@@ -70,7 +70,7 @@ def _at_rows(space: Space, request: SearchRequest, scope: str) -> list[tuple[Rec
     kinds = [kind] if kind else ["fact", "procedure"]
     result = space.fabric.recall(query.semantic, kinds=kinds, as_of=where.at, top_k=32, budget=request.budget,
                                  scoring=SEARCH_SCORING)  # fmt: skip
-    pairs = [(h, e) for h, e in zip(result.hits, result.explain, strict=True) if h.ingested_at <= where.at]
+    pairs = [(h, e) for h, e in zip(result.hits, result.explain, strict=True) if h.created_at <= where.at]
     named = [(hit.kind, hit.name) for hit, _ in pairs if hit.name is not None]
     current = space.notes.current_ids(named, where.at)
     rows = []

@@ -55,13 +55,14 @@ def instant(segment: str, path: str) -> str:
         if segment[:1].isalpha():  # a snapshot's name starts with a letter, an instant with a digit
             raise ValueError(segment)
         moment = datetime.fromisoformat(segment.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a time, or one that leaves the years 1-9999 in UTC
         raise InvalidPath(
             f"{segment!r} is not an instant: use ISO 8601, such as 2026-11-30T10:00:00Z or 2026-11-30", path=path
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def resolve_instant(segment: str, path: str, space: Space) -> str:

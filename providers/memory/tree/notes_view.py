@@ -33,9 +33,10 @@ def _valid_now(table: str = "") -> str:
 
 
 def _written(at: str | None, table: str = "") -> str:
-    """At a past instant (a ``/.afi/at/<instant>`` view), also: the version was written by then. Not
-    asked of now: a replica whose clock lags another's would hide that one's newest notes."""
-    return "" if at is None else f" AND {table}ingested_at <= :now"
+    """At a past instant (a ``/.afi/at/<instant>`` view), also: the version was written by then
+    (``created_at``: a re-save of the same text moves ``ingested_at`` forward, not the version's
+    birth). Not asked of now: a replica whose clock lags another's would hide that one's newest notes."""
+    return "" if at is None else f" AND {table}created_at <= :now"
 
 
 _VALID_NOW = f"status = 'active' AND {_valid_now()}"
@@ -135,7 +136,7 @@ class NotesView:
     def list_history(self, *, after: str | None, glob: str | None, limit: int, at: str | None = None) -> list[NoteRow]:
         """Every stored version (superseded and expired included; held and forgotten left out), by id;
         with ``at``, those written by then."""
-        written = "" if at is None else " AND ingested_at <= :at"
+        written = "" if at is None else " AND created_at <= :at"
         if not self._pg:
             sql = (
                 f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'{written} "
@@ -192,7 +193,7 @@ class NotesView:
 
     def version(self, note_id: str, at: str | None = None) -> tuple[NoteRow, str] | None:
         """One stored version by id (for /history; with ``at``, only if written by then), with its rendering."""
-        written = "" if at is None else " AND ingested_at <= :at"
+        written = "" if at is None else " AND created_at <= :at"
         sql = (
             f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
             + written

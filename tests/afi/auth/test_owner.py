@@ -49,3 +49,23 @@ def test_an_owner_token_file_others_may_read_is_not_used(tmp_path: Path) -> None
         keys.authenticate(token)
     with pytest.raises(Forbidden, match="chmod 600"):
         ensure_owner_token(db)
+
+
+@pytest.mark.parametrize(
+    ("url", "sent"),
+    [
+        ("http://127.0.0.1:8765", True),
+        ("http://localhost:8765/", True),
+        ("http://[::1]:8765", True),
+        ("http://127.0.0.1:1@evil.example/", False),  # the host is evil.example: 127.0.0.1:1 is a user name
+        ("http://evil.example/?127.0.0.1", False),
+        ("http://10.0.0.5:8765", False),
+        ("not a url", False),
+    ],
+)
+def test_the_owner_token_is_sent_to_this_machine_only(tmp_path: Path, url: str, sent: bool) -> None:
+    from afi.app.auth_status import owner_token_for
+
+    db = tmp_path / "afi.db"
+    token = ensure_owner_token(db)
+    assert owner_token_for(url, db) == (token if sent else None)

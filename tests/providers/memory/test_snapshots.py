@@ -49,6 +49,8 @@ def test_a_snapshot_shows_its_instant_and_outlives_later_writes(tmp_path: Path, 
             provider.snapshot_create(OWNER, bad)
     with pytest.raises(InvalidPath, match="not an instant"):
         provider.snapshot_create(OWNER, "tuesday", at="next tuesday")
+    with pytest.raises(InvalidPath, match="past instant"):
+        provider.snapshot_create(OWNER, "later", at="2099-01-01")  # its view would keep changing
     assert [s.name for s in provider.snapshot_list(OWNER)] == ["before-okapi"]
     provider.snapshot_delete(OWNER, "before-okapi")
     assert provider.list(OWNER, "/.afi/at").entries == []

@@ -101,6 +101,8 @@ def test_search_at_an_instant_answers_from_that_instant_in_every_mode(
     [
         ("/.afi/at/last-monday/facts", NotFound, "no snapshot named 'last-monday'"),
         ("/.afi/at/1monday/facts", InvalidPath, "not an instant"),
+        ("/.afi/at/9999-12-31T23:59:59-05:00/facts", InvalidPath, "not an instant"),  # past year 9999 in UTC
+        ("/.afi/at/0001-01-01T00:00:00+05:00/facts", InvalidPath, "not an instant"),
         ("/.afi/at/2026-13-45/facts", InvalidPath, "not an instant"),
         ("/.afi/at/2026-11-30T10:00:00Z/files", NotFound, "keep no past yet"),
         ("/.afi/at/2026-11-30T10:00:00Z/facts/a/b.md", NotFound, "flat"),
@@ -127,3 +129,14 @@ def test_an_instant_is_read_only(history: tuple[MemoryProvider, dict[str, str]])
         with pytest.raises(Forbidden, match="read-only"):
             attempt()
     assert b"zebra canary" in provider.read(OWNER, path).data
+
+
+def test_saving_the_same_text_again_keeps_the_note_in_the_past(tmp_path: Path, store_url: str) -> None:
+    provider = MemoryProvider(store_url, tmp_path / "files")
+    provider.write(OWNER, "/facts/deploy.md", b"We deploy on Mondays")
+    monday = instant()
+    provider.write(OWNER, "/facts/deploy.md", b"We deploy on Mondays")  # an editor's re-save: the same note
+    assert names(provider, f"/.afi/at/{monday}/facts") == ["deploy.md"]
+    assert len(names(provider, f"/.afi/at/{monday}/history")) == 1
+    changes = provider.diff(OWNER, monday, "now")
+    assert (changes.added, changes.changed, changes.retired) == ([], [], [])
