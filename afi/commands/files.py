@@ -8,7 +8,8 @@ stdout as they are. An AfiError becomes ``afi: <path>: <code>: <message>`` and e
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -21,6 +22,13 @@ PathArg = Annotated[str, typer.Argument(help="An AFI path, e.g. /facts or /files
 _CHUNK = 1 << 20
 
 
+def _as_owner(db: str | None, root: Path | None, space: str) -> tuple[Any, Any]:
+    """The store's provider, and its local owner in ``space`` (whoever runs the CLI on this machine)."""
+    from afi.app.local import local_owner, open_provider
+
+    return open_provider(resolve_db(db), resolve_root(root)), local_owner(space)
+
+
 def ls(
     path: Annotated[str, typer.Argument(help="An AFI path, e.g. /facts or /files/notes")] = "/",
     long: Annotated[bool, typer.Option("-l", "--long", help="Also show type, size in bytes and mtime")] = False,
@@ -30,10 +38,7 @@ def ls(
 ) -> None:
     """List a folder's entries by name (a file: itself); -l adds type, size and modification time."""
     with afi_errors():
-        from afi.app.local import local_owner, open_provider
-
-        provider = open_provider(resolve_db(db), resolve_root(root))
-        caller = local_owner(space)
+        provider, caller = _as_owner(db, root, space)
         entry = provider.stat(caller, path)
         entries = [entry]
         if entry.type == "directory":
@@ -65,10 +70,7 @@ def cat(
 ) -> None:
     """Write a file's (or note's) bytes to stdout, as they are."""
     with afi_errors():
-        from afi.app.local import local_owner, open_provider
-
-        provider = open_provider(resolve_db(db), resolve_root(root))
-        caller = local_owner(space)
+        provider, caller = _as_owner(db, root, space)
         offset, out = 0, sys.stdout.buffer
         while True:
             result = provider.read(caller, path, offset=offset, length=_CHUNK)

@@ -9,82 +9,28 @@ become SFTP statuses through :data:`afi.errors.ERRNO` (the FUSE map).
 
 from __future__ import annotations
 
-import errno
 import os
 import posixpath
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import asyncssh
 from asyncssh import SFTPAttrs, SFTPName
 
-from afi.errors import ERRNO, AfiError, Forbidden, InvalidPath, NotFound, TooLarge
-from afi.model import Entry
+from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.paths import normalize
 from afi.provider import Caller, Provider
 
 from ..offload import offload
-from .fmt import mode_string, parse_time
 from .sftp_local import LocalFiles
 from .sftp_moves import move
+from .sftp_wire import Handle, entry_attrs, file_attrs, handle_of, sftp_error
 
 __all__ = ["DEFAULT_MAX_UPLOAD", "AfiSFTPServer"]
 
 DEFAULT_MAX_UPLOAD = 64 * 1024 * 1024
 T = TypeVar("T")
-
-_STATUS: dict[int, Callable[[str], asyncssh.SFTPError]] = {
-    errno.ENOENT: asyncssh.SFTPNoSuchFile,
-    errno.EACCES: asyncssh.SFTPPermissionDenied,
-    errno.EEXIST: asyncssh.SFTPFileAlreadyExists,
-    errno.ENOSYS: asyncssh.SFTPOpUnsupported,
-    errno.EINVAL: asyncssh.SFTPInvalidParameter,
-}
-
-
-def sftp_error(err: AfiError) -> asyncssh.SFTPError:
-    """Given an AfiError, return the SFTP error the client shows (the message keeps the AFI code)."""
-    cls = _STATUS.get(ERRNO.get(err.code, errno.EIO), asyncssh.SFTPFailure)
-    where = f"{err.path}: " if err.path else ""
-    return cls(f"{where}{err.code}: {err.message}")
-
-
-@dataclass
-class _Handle:
-    path: str
-    writing: bool
-    buffer: bytearray = field(default_factory=bytearray)
-    dirty: bool = False
-    create_only: bool = False
-    local: bool = False  # a memory-only file (its name is one the provider refuses)
-    refused: bool = False  # storing it as it stands was refused (at a stat): not tried again until it changes
-
-
-def _file_attrs(size: int, stamp: float) -> SFTPAttrs:
-    moment = int(stamp)
-    return SFTPAttrs(type=1, size=size, permissions=0o100644, uid=0, gid=0, atime=moment, mtime=moment, nlink=1)
-
-
-def _attrs(entry: Entry) -> SFTPAttrs:
-    mode = mode_string(entry)
-    bits = 0
-    for index, char in enumerate(mode[1:]):
-        if char != "-":
-            bits |= 1 << (8 - index)
-    kind = {"directory": 0o040000, "symlink": 0o120000}.get(entry.type, 0o100000)
-    stamp = int(parse_time(entry.mtime).timestamp())
-    return SFTPAttrs(
-        type={"directory": 2, "symlink": 3}.get(entry.type, 1),
-        size=entry.size,
-        permissions=kind | bits,
-        uid=0,
-        gid=0,
-        atime=stamp,
-        mtime=stamp,
-        nlink=2 if entry.type == "directory" else 1,
-    )
 
 
 class AfiSFTPServer(asyncssh.SFTPServer):
@@ -100,7 +46,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
     ) -> None:
         super().__init__(chan)
         # Files open for writing exist only in their buffer until closed; stat shows them (sshfs asks).
-        self._pending: dict[str, _Handle] = {}
+        self._pending: dict[str, Handle] = {}
         self.provider = provider
         self.caller = caller
         self.max_upload = max_upload
@@ -140,12 +86,12 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         return await self.stat(path)
 
     async def fstat(self, file_obj: object) -> SFTPAttrs:
-        handle = _handle(file_obj)
+        handle = handle_of(file_obj)
         if handle.writing:
             return await self._written_attrs(handle)
         return await self.stat(handle.path.encode())
 
-    async def _written_attrs(self, handle: _Handle) -> SFTPAttrs:
+    async def _written_attrs(self, handle: Handle) -> SFTPAttrs:
         """A file open for writing shows as stored: a note gains its front matter, and sshfs and the kernel
         keep the size a stat reports (a read right after the save stops there), so what was written is
         stored first, as for a read."""
@@ -155,38 +101,38 @@ class AfiSFTPServer(asyncssh.SFTPServer):
             except asyncssh.SFTPError:
                 handle.dirty = handle.refused = True  # half a character, say: told at close if still so
         if handle.dirty or handle.local:
-            return _file_attrs(len(handle.buffer), time.time())
+            return file_attrs(len(handle.buffer), time.time())
         return await self._stored_attrs(handle.path)
 
     async def _stored_attrs(self, where: str) -> SFTPAttrs:
         local = self.locals.get(where)
         if local is not None:
-            return _file_attrs(len(local.data), local.mtime)
+            return file_attrs(len(local.data), local.mtime)
         try:
             entry = await offload(self.provider.stat, self.caller, where)
         except InvalidPath as err:  # a name the provider cannot hold does not exist (yet: see open), as in FUSE
             raise asyncssh.SFTPNoSuchFile(f"{where}: {err.code}: {err.message}") from None
         except AfiError as err:
             raise sftp_error(err) from None
-        return _attrs(entry)
+        return entry_attrs(entry)
 
     async def scandir(self, path: bytes) -> AsyncIterator[SFTPName]:
         where = self._path(path)
         top = await self._run(self.provider.stat, self.caller, where)
         parent = await self._run(self.provider.stat, self.caller, posixpath.dirname(where) or "/")
         for name, entry in ((b".", top), (b"..", parent)):
-            yield SFTPName(name, attrs=_attrs(entry))
+            yield SFTPName(name, attrs=entry_attrs(entry))
         cursor: str | None = None
         while True:
             page = await self._run(self.provider.list, self.caller, where, cursor=cursor)
             for entry in page.entries:
-                yield SFTPName(entry.path.rsplit("/", 1)[-1].encode(), attrs=_attrs(entry))
+                yield SFTPName(entry.path.rsplit("/", 1)[-1].encode(), attrs=entry_attrs(entry))
             if not page.next_cursor:
                 break
             cursor = page.next_cursor
         self.locals.sweep(self._pending)
         for local_path, local in self.locals.in_folder(where):
-            yield SFTPName(local_path.rsplit("/", 1)[-1].encode(), attrs=_file_attrs(len(local.data), local.mtime))
+            yield SFTPName(local_path.rsplit("/", 1)[-1].encode(), attrs=file_attrs(len(local.data), local.mtime))
 
     async def open(self, path: bytes, pflags: int, attrs: SFTPAttrs) -> object:
         where = self._path(path)
@@ -197,16 +143,16 @@ class AfiSFTPServer(asyncssh.SFTPServer):
             await self.commit_pending(where)
             local = self.locals.get(where)
             if local is not None:
-                return _Handle(where, writing=False, buffer=bytearray(local.data), local=True)
+                return Handle(where, writing=False, buffer=bytearray(local.data), local=True)
             entry = await self._run(self.provider.stat, self.caller, where)
             if entry.type == "directory":
                 raise asyncssh.SFTPFileIsADirectory(f"{where}: invalid_path: this is a folder")
-            return _Handle(where, writing=False)
+            return Handle(where, writing=False)
         try:
             self.caller.require("afi:write", path=where)
         except AfiError as err:
             raise sftp_error(err) from None
-        handle = _Handle(where, writing=True, create_only=bool(pflags & asyncssh.FXF_EXCL))
+        handle = Handle(where, writing=True, create_only=bool(pflags & asyncssh.FXF_EXCL))
         local = self.locals.get(where)
         exists, refused = True, ""
         if local is not None:
@@ -257,14 +203,14 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         return result.data
 
     async def read(self, file_obj: object, offset: int, size: int) -> bytes:
-        handle = _handle(file_obj)
+        handle = handle_of(file_obj)
         if handle.writing or handle.local:
             return bytes(handle.buffer[offset : offset + size])
         result = await self._run(self.provider.read, self.caller, handle.path, offset=offset, length=size)
         return result.data
 
     async def write(self, file_obj: object, offset: int, data: bytes) -> int:
-        handle = _handle(file_obj)
+        handle = handle_of(file_obj)
         if not handle.writing:
             raise asyncssh.SFTPPermissionDenied(f"{handle.path}: the file was opened for reading")
         end = offset + len(data)
@@ -279,7 +225,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         return len(data)
 
     async def close(self, file_obj: object) -> None:
-        handle = _handle(file_obj)
+        handle = handle_of(file_obj)
         try:
             await self._commit(handle)
         finally:
@@ -287,7 +233,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
                 del self._pending[handle.path]
 
     async def fsync(self, file_obj: object) -> None:
-        await self._commit(_handle(file_obj))
+        await self._commit(handle_of(file_obj))
 
     async def commit_pending(self, where: str) -> None:
         """Store what a handle open for writing on ``where`` holds and has not stored yet."""
@@ -295,7 +241,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         if pending is not None and pending.dirty:
             await self._commit(pending)
 
-    async def _commit(self, handle: _Handle) -> None:
+    async def _commit(self, handle: Handle) -> None:
         """Write a changed buffer to the provider, whole, with one ``write``."""
         if handle.writing and handle.dirty:
             handle.dirty = False
@@ -339,7 +285,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         await self._run(self.provider.write, self.caller, where, resized, if_match=before.etag)
 
     async def fsetstat(self, file_obj: object, attrs: SFTPAttrs) -> None:
-        handle = _handle(file_obj)
+        handle = handle_of(file_obj)
         if attrs.size is not None and handle.writing:
             self._check_size(attrs.size, handle.path)
             if handle.local:
@@ -398,9 +344,3 @@ class AfiSFTPServer(asyncssh.SFTPServer):
 
     async def link(self, oldpath: bytes, newpath: bytes) -> None:
         raise asyncssh.SFTPOpUnsupported("unsupported: hard links cannot be made through AFI")
-
-
-def _handle(file_obj: object) -> _Handle:
-    if not isinstance(file_obj, _Handle):  # pragma: no cover - asyncssh hands back what open returned
-        raise asyncssh.SFTPFailure("bad file handle")
-    return file_obj

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from afi.errors import Conflict, InvalidPath
 from afi.storage.database import Database
+
+from .fabric.rows import iso_now
 
 __all__ = ["SNAPSHOT_NAME", "Snapshot", "Snapshots"]
 
@@ -24,10 +25,6 @@ class Snapshot:
     name: str
     at: str  # the instant it names, UTC with milliseconds
     created_at: str
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def check_snapshot_name(name: str) -> str:
@@ -47,7 +44,7 @@ class Snapshots:
 
     def create(self, name: str, at: str | None = None) -> Snapshot:
         """Name the instant ``at`` (canonical; default now). Conflict when the name is taken."""
-        snapshot = Snapshot(check_snapshot_name(name), at or _now(), _now())
+        snapshot = Snapshot(check_snapshot_name(name), at or iso_now(), iso_now())
         if snapshot.at > snapshot.created_at:  # a future instant's view would keep changing
             raise InvalidPath(f"a snapshot names a past instant, and {snapshot.at} is still to come")
         with self._db.transaction() as conn:

@@ -276,7 +276,11 @@ def canonical_time(value: Any, label: str) -> str:
         raise MemoryValidationError(f"{label} must be an ISO 8601 timestamp")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # a time that leaves the years 1-9999 once in UTC
+        raise MemoryValidationError(f"{label} is out of range: {value!r}") from None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 _HEX12 = re.compile(r"^[0-9a-f]{12}$")

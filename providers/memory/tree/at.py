@@ -17,12 +17,13 @@ blocks and the ledger keep no past of their own yet, so an instant shows the not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from afi.errors import InvalidPath, NotFound
 from afi.model import Entry, Page
 
+from ..fabric.errors import MemoryValidationError
+from ..fabric.memory import canonical_time
 from .base import Listing
 from .entries import dir_entry, row_entry
 
@@ -53,16 +54,12 @@ def instant(segment: str, path: str) -> str:
     """Given an instant as a path segment, return it canonical; InvalidPath when it is no instant."""
     try:
         if segment[:1].isalpha():  # a snapshot's name starts with a letter, an instant with a digit
-            raise ValueError(segment)
-        moment = datetime.fromisoformat(segment.replace("Z", "+00:00").replace("z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        moment = moment.astimezone(UTC)
-    except (ValueError, OverflowError):  # not a time, or one that leaves the years 1-9999 in UTC
+            raise MemoryValidationError(segment)
+        return canonical_time(segment, "the instant")
+    except MemoryValidationError:
         raise InvalidPath(
             f"{segment!r} is not an instant: use ISO 8601, such as 2026-11-30T10:00:00Z or 2026-11-30", path=path
         ) from None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def resolve_instant(segment: str, path: str, space: Space) -> str:
