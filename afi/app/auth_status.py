@@ -28,7 +28,8 @@ class AuthStatus:
 
     @property
     def keyless(self) -> bool:
-        return self.api_active == 0
+        """True while no API key was ever issued (revoking keys never reopens keyless mode)."""
+        return self.api_active + self.api_revoked == 0
 
     def lines(self) -> list[str]:
         """The report, one fact a line."""
@@ -36,17 +37,18 @@ class AuthStatus:
         revoked = f" ({self.api_revoked} revoked)" if self.api_revoked else ""
         if self.keyless:
             out.append(
-                f"HTTP and MCP: keyless loopback: no active API key{revoked}, so a request from this machine "
+                "HTTP and MCP: keyless loopback: no API key was ever created, so a request from this machine "
                 "with no token (and a loopback Host and Origin) is the owner; other machines are refused"
             )
         else:
             out.append(
                 f"HTTP and MCP: keys required: {self.api_active} active API key(s){revoked}; a request needs "
-                "'Authorization: Bearer <token>' (revoke every key to go back to keyless loopback)"
+                "'Authorization: Bearer <token>' (revoking keys does not reopen keyless mode: the owner "
+                "uses Bearer $(afi auth token))"
             )
         ssh_revoked = f" ({self.ssh_revoked} revoked)" if self.ssh_revoked else ""
-        if self.keyless and self.ssh_active == 0:
-            out.append(f"SSH: keyless loopback: no active SSH or API key{ssh_revoked}, unless --authorized-keys")
+        if self.keyless and self.ssh_active + self.ssh_revoked == 0:
+            out.append("SSH: keyless loopback: no SSH or API key was ever added, unless --authorized-keys")
         else:
             out.append(
                 f"SSH: keys required: {self.ssh_active} active SSH key(s){ssh_revoked}, plus --authorized-keys lines"

@@ -54,7 +54,7 @@ def default_host_key(db: Path | str) -> Path:
 
 
 def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, Callable[[], bool], int]:
-    """Return (verify_key, whether no key is active now, how many keys can log in now)."""
+    """Return (verify_key, whether no key was ever added or issued, how many keys can log in now)."""
     store = SshKeyStore(db)
     api = KeyStore(db)
     listed = AuthorizedKeys(authorized) if authorized is not None else None
@@ -64,7 +64,7 @@ def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, Callable[[]
         return caller if caller is not None else store.verify(blob)
 
     def keyless() -> bool:
-        return listed is None and store.count() == 0 and api.count() == 0
+        return listed is None and store.count(revoked=True) == 0 and api.keyless()
 
     known = (len(listed) if listed is not None else 0) + store.count()
     return verify, keyless, known
@@ -73,8 +73,9 @@ def _verifier(db: Path | str, authorized: Path | None) -> tuple[Any, Callable[[]
 async def start(provider: Any, db: Path | str, options: SshOptions) -> Any:
     """Given a provider and its store, start the SSH server; return its acceptor (announced on stdout).
 
-    While no key is active (none added, or every one revoked) and no authorized-keys file is given,
-    a loopback caller is the local owner without a key; that is checked at each new connection.
+    Until the first SSH or API key exists, and when no authorized-keys file is given, a loopback
+    caller is the local owner without a key; that is checked at each new connection. Revoking keys
+    never reopens it.
     """
     verify, keyless, known = _verifier(db, options.authorized_keys)
     open_now = keyless()

@@ -3,9 +3,9 @@
 ``Door.admit`` turns a request's credentials into a :class:`~afi.provider.Caller`: it refuses tokens in
 query strings, reads ``Authorization: Bearer``, authenticates through the provider, rate-limits (by
 address on failure, by principal on success), binds the caller to the space a URL names, and guards
-the keyless loopback mode: with no active API key the local owner is served only to requests from
-this machine whose ``Host`` and ``Origin`` are loopback, so a web page (or a DNS-rebound name) cannot
-reach the memory. Once keys exist, the owner's token (``afi auth token``) is still the owner.
+the keyless loopback mode: until the first API key is created, the local owner is served only to
+requests from this machine whose ``Host`` and ``Origin`` are loopback, so a web page (or a
+DNS-rebound name) cannot reach the memory. Once keys exist, the owner's token (``afi auth token``) is still the owner.
 """
 
 from __future__ import annotations

@@ -112,15 +112,16 @@ class KeyStore:
     def authenticate(self, token: str | None) -> Caller:
         """Given a bearer token or ``None``, return the caller.
 
-        While no key is active (none was issued, or every one was revoked), a missing token is the
-        local owner (all scopes, space ``default``); otherwise a token is required. The owner's
-        token (:mod:`.owner`, ``afi auth token``) is the local owner whatever keys exist.
+        Until the first key is issued, a missing token is the local owner (all scopes, space
+        ``default``); from then on a token is required, even after every key is revoked (revoking a
+        compromised only key must close the server, not open it). The owner's token (:mod:`.owner`,
+        ``afi auth token``) is the local owner whatever keys exist.
 
         Raises:
             Unauthorized: the token is missing where one is required, unknown, or revoked.
         """
         if token is None or token == "":
-            if self.count() == 0:
+            if self.keyless():
                 return LOCAL_OWNER
             raise Unauthorized(
                 "this server requires an API key: send 'Authorization: Bearer <token>' "
@@ -148,6 +149,10 @@ class KeyStore:
                 "UPDATE afi_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (_now(), key_id)
             )
         return cur.rowcount == 1
+
+    def keyless(self) -> bool:
+        """True while no key was ever issued: only then is a request without a token the local owner."""
+        return self.count(revoked=True) == 0
 
     def count(self, *, revoked: bool = False) -> int:
         """Return how many keys are active (with ``revoked``, how many were ever issued)."""

@@ -80,11 +80,11 @@ def serve(
     db_path = resolve_db(db)
     with afi_errors():
         keys = KeyStore(db_path)
-    no_keys = keys.count() == 0
+    no_keys = keys.keyless()
     keys.close()
     if not is_loopback(host) and no_keys:
         _refuse(
-            f"refusing to listen on {host}: no active API key exists, so anyone who can reach it would own the "
+            f"refusing to listen on {host}: no API key was ever created, so anyone who can reach it would own the "
             "memory. Create one first (afi token create --scope afi:write) or bind 127.0.0.1."
         )
     _keep_owner_token(db_path)

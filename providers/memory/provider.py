@@ -73,7 +73,7 @@ class MemoryProvider:
         self._afi = AfiArea(
             lambda required: memory_manifest(required, embedder=self._space("default").fabric.memory.embedder,
                                              file_max_bytes=self.workspace_limits.max_file_bytes, extra=extra),
-            lambda: self._keys is not None and self._keys.count() > 0,
+            lambda: self._keys is not None and not self._keys.keyless(),
         )  # fmt: skip
         self._areas: dict[str, Area] = area_handlers(self._afi)
         self._search = Search(self._afi.body)

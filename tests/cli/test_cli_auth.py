@@ -1,4 +1,4 @@
-"""The local owner is never locked out: the owner token, keyless loopback coming back, ``afi auth status``."""
+"""The owner is never locked out, and revoking keys never reopens keyless mode: the owner token, ``afi auth status``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _stat(url: str, token: str | None = None) -> int:
     return httpx.get(url + "/afi/stat", params={"path": "/"}, headers=headers, timeout=10).status_code
 
 
-def test_the_owner_keeps_a_server_after_keys_exist_and_keyless_comes_back_when_all_are_revoked(
+def test_the_owner_keeps_a_server_after_keys_exist_and_revoking_them_all_does_not_reopen_it(
     tmp_path: Path,
 ) -> None:
     db, root = tmp_path / "afi.db", tmp_path / "files"
@@ -49,10 +49,13 @@ def test_the_owner_keeps_a_server_after_keys_exist_and_keyless_comes_back_when_a
         assert "the owner token gets HTTP 200: the owner" in status.stdout
         key_id = KeyStore(db).list()[0].id
         assert afi("token", "revoke", key_id, db=db).returncode == 0
-        assert _stat(server.url) == 200, "with every key revoked, keyless loopback is back"
+        assert _stat(server.url, key_token) == 401, "the revoked key is refused"
+        assert _stat(server.url) == 401, "revoking the only key closes the server: it does not reopen keyless mode"
+        assert _stat(server.url, token) == 200, "the owner token still works"
         again = afi("auth", "status", db=db)
-        assert "keyless loopback: no active API key (1 revoked)" in again.stdout
-    assert _stat_forbidden_from_elsewhere(db, root)
+        assert "keys required: 0 active API key(s) (1 revoked)" in again.stdout
+        assert "does not reopen keyless mode" in again.stdout
+    assert _stat_forbidden_from_elsewhere(tmp_path / "fresh.db", root)
 
 
 def _stat_forbidden_from_elsewhere(db: Path, root: Path) -> bool:

@@ -79,6 +79,8 @@ def test_the_mcp_endpoint_refuses_a_null_origin_even_with_a_key(afi_server: AfiS
 def test_the_keyless_owner_is_served_only_on_loopback(tmp_path: Path) -> None:
     door = Door(MemoryProvider(tmp_path / "a.db", tmp_path / "files"))
     assert door.admit(authorization=None, host="127.0.0.1:8765").principal == "local"
+    with pytest.raises(Forbidden, match="only to this machine"):
+        door.admit(authorization=None, address="192.0.2.7", host="127.0.0.1:8765")
     with pytest.raises(Forbidden, match="loopback"):
         door.admit(authorization=None, host="rebound.evil.example:8765")
     with pytest.raises(Forbidden, match="Origin"):

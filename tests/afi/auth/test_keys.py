@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from afi.auth.keys import LOCAL_OWNER, TOKEN_PREFIX, KeyStore
+from afi.auth.owner import ensure_owner_token
 from afi.cli import _register_all, app
 from afi.errors import InvalidPath, Unauthorized
 from afi.storage.database import is_postgres_url, open_database
@@ -112,14 +113,20 @@ def test_once_a_key_exists_a_token_is_required_and_checked(store: KeyStore) -> N
     assert store.authenticate(token).principal == record.id
 
 
-def test_revoking_every_key_brings_the_keyless_owner_back(store: KeyStore) -> None:
+def test_revoking_every_key_keeps_the_server_closed_and_the_owner_token_open(store: KeyStore, store_url: str) -> None:
     first, _ = store.create()
-    second, _ = store.create()
+    second, token = store.create()
+    assert not store.keyless()
     store.revoke(first.id)
     with pytest.raises(Unauthorized, match="afi auth token"):
         store.authenticate(None)
     store.revoke(second.id)
-    assert store.authenticate(None) == LOCAL_OWNER
+    assert not store.keyless(), "a revoked key still counts: revoking the only key must close a server"
+    with pytest.raises(Unauthorized, match="requires an API key"):
+        store.authenticate(None)
+    with pytest.raises(Unauthorized, match="unknown or revoked"):
+        store.authenticate(token)
+    assert store.authenticate(ensure_owner_token(store_url)) == LOCAL_OWNER
 
 
 def test_a_second_store_on_the_same_store_sees_the_key(store: KeyStore, store_url: str) -> None:
