@@ -39,7 +39,7 @@ def is_loopback_host(host: str) -> bool:
     if name.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        return _loopback_ip(name)
     except ValueError:
         return False
 
@@ -63,9 +63,16 @@ def is_loopback_origin(origin: str) -> bool:
 def _from_this_machine(address: str) -> bool:
     """Given a peer address, False only for an IP address of another machine (a socket may have none)."""
     try:
-        return ipaddress.ip_address(address).is_loopback
+        return _loopback_ip(address)
     except ValueError:
         return True
+
+
+def _loopback_ip(text: str) -> bool:
+    """True for a loopback address, an IPv4-mapped one (``::ffff:127.0.0.1``, a server on ``::``) too."""
+    address = ipaddress.ip_address(text)
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 @dataclass(frozen=True)

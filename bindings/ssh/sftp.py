@@ -193,7 +193,7 @@ class AfiSFTPServer(asyncssh.SFTPServer):
                 raise InvalidPath(reason, path=where)
             if "w" not in str(folder.attributes.get("permissions", "rw")):
                 raise Forbidden(f"{folder.path} is read-only", path=where)
-            self.locals.check(where, 0, self._pending)
+            self.locals.check(where, 0, self._open_sizes())
         except AfiError as err:
             raise sftp_error(err) from None
         self.locals.put(where, b"", reason=reason)
@@ -256,10 +256,14 @@ class AfiSFTPServer(asyncssh.SFTPServer):
                 handle.dirty = True  # not stored: the close tries again (and answers its error)
                 raise
 
+    def _open_sizes(self) -> dict[str, int]:
+        """What each handle open for writing on a memory-only file holds, by path."""
+        return {path: len(handle.buffer) for path, handle in self._pending.items() if handle.local}
+
     def _local_room(self, where: str, size: int) -> None:
         """Refuse when memory-only ``where`` growing to ``size`` bytes would pass the session's budget."""
         try:
-            self.locals.check(where, size, self._pending)
+            self.locals.check(where, size, self._open_sizes())
         except AfiError as err:
             raise sftp_error(err) from None
 

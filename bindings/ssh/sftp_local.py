@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from afi.errors import TooLarge
@@ -101,16 +101,19 @@ class LocalFiles:
                     now - local.used,
                 )
 
-    def check(self, path: str, size: int, in_use: Collection[str]) -> None:
+    def check(self, path: str, size: int, open_sizes: Mapping[str, int]) -> None:
         """Refuse when ``path`` holding ``size`` bytes would pass the budget (stale files are dropped first).
+
+        ``open_sizes`` holds the buffers of the handles open for writing, by path: what a handle has
+        written and not yet closed counts against the budget as much as what is stored.
 
         Raises:
             TooLarge: the session holds as many files or bytes as it may.
         """
-        why = self._over(path, size)
+        why = self._over(path, size, open_sizes)
         if why is not None:
-            self.sweep(in_use)
-            why = self._over(path, size)
+            self.sweep(open_sizes)
+            why = self._over(path, size, open_sizes)
         if why is not None:
             raise TooLarge(
                 f"this name is not one the provider stores, so the file would be kept in this session's memory, "
@@ -118,8 +121,8 @@ class LocalFiles:
                 path=path,
             )
 
-    def _over(self, path: str, size: int) -> str | None:
-        others = {p: len(f.data) for p, f in self._files.items() if p != path}
+    def _over(self, path: str, size: int, open_sizes: Mapping[str, int]) -> str | None:
+        others = {p: max(len(f.data), open_sizes.get(p, 0)) for p, f in self._files.items() if p != path}
         if path not in self._files and len(others) + 1 > self.max_files:
             return f"{len(others)} such files are the most one session holds"
         if sum(others.values()) + size > self.max_bytes:

@@ -81,6 +81,10 @@ def test_the_keyless_owner_is_served_only_on_loopback(tmp_path: Path) -> None:
     assert door.admit(authorization=None, host="127.0.0.1:8765").principal == "local"
     with pytest.raises(Forbidden, match="only to this machine"):
         door.admit(authorization=None, address="192.0.2.7", host="127.0.0.1:8765")
+    with pytest.raises(Forbidden, match="only to this machine"):
+        door.admit(authorization=None, address="::ffff:192.0.2.7", host="127.0.0.1:8765")
+    mapped = door.admit(authorization=None, address="::ffff:127.0.0.1", host="[::ffff:127.0.0.1]:8765")
+    assert mapped.principal == "local", "a server on '::' sees IPv4 loopback peers as IPv4-mapped addresses"
     with pytest.raises(Forbidden, match="loopback"):
         door.admit(authorization=None, host="rebound.evil.example:8765")
     with pytest.raises(Forbidden, match="Origin"):

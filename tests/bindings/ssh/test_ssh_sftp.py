@@ -59,6 +59,8 @@ def test_a_read_only_key_cannot_upload_and_nothing_is_written(server: SshServer,
         writer.stat("/files/ro.txt")
     history = server.sftp("mkdir /history/x\n", cwd=tmp_path)
     assert history.code != 0
+    memory_only = server.sftp("put x.txt /facts/sed1234\n", key="reader", cwd=tmp_path)
+    assert memory_only.code != 0 and "Permission denied" in memory_only.err, "a reader makes no memory-only file"
 
 
 def test_paths_outside_the_tree_are_refused(server: SshServer, tmp_path: Path) -> None:

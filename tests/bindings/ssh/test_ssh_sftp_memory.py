@@ -104,6 +104,25 @@ def test_memory_only_files_past_the_bytes_are_refused(port: int) -> None:
     run(scenario())
 
 
+def test_what_open_handles_hold_counts_against_the_bytes(port: int) -> None:
+    """Two files held open and written, neither closed: their buffers count, not only what was closed."""
+
+    async def scenario() -> None:
+        async with session(port) as sftp:
+            first = await sftp.open("/facts/one.tmp", "wb")
+            second = await sftp.open("/facts/two.tmp", "wb")
+            await first.write(b"a" * 600)
+            with pytest.raises(asyncssh.SFTPError, match=r"too_large: .*1000 bytes together"):
+                await second.write(b"b" * 600)
+            await second.write(b"b" * 300)
+            await first.close()
+            await second.close()
+            assert (await sftp.stat("/facts/one.tmp")).size == 600
+            assert (await sftp.stat("/facts/two.tmp")).size == 300
+
+    run(scenario())
+
+
 def test_a_memory_only_file_unused_for_a_while_is_dropped(port: int) -> None:
     async def scenario() -> None:
         async with session(port) as sftp:
