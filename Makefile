@@ -5,7 +5,7 @@ ARGS ?=
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 AFI := $(VENV)/bin/afi
-SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep sshfs
+SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep sshfs chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test setup system-deps lint typecheck demo bench clean
@@ -40,9 +40,10 @@ typecheck: setup
 demo: setup
 	$(PY) examples/memory_fabric.py
 
-bench: setup
+bench: setup  ## every benchmark, then each drawn beside its baseline (bench/results/<name>.png)
 	$(PIP) install -q -e '.[dev,bench]'
 	$(PY) -m bench all
+	$(PY) -m bench._plots
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -40,6 +40,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "afi.commands.files",
     "afi.commands.snapshot",
     "afi.commands.diff",
+    "afi.commands.bundle",
+    "afi.commands.gc",
+    "afi.commands.space",
 )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import Forbidden
 from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 
-__all__ = ["SCOPES", "BoundVerbs", "Caller", "LedgerProvider", "Provider"]
+__all__ = ["SCOPES", "AdminProvider", "BoundVerbs", "Caller", "LedgerProvider", "Provider"]
 
 SCOPES = ("afi:read", "afi:write", "afi:admin")
 
@@ -28,6 +28,8 @@ class Caller:
     principal: str
     space: str = "default"
     scopes: frozenset[str] = field(default_factory=lambda: frozenset(SCOPES))
+    # the resource (RFC 8707) an OAuth access token was issued for; a door on another server refuses it
+    resource: str | None = None
 
     def has(self, scope: str) -> bool:
         if scope in self.scopes or "afi:admin" in self.scopes:
@@ -101,6 +103,23 @@ class LedgerProvider(Protocol):
         """Append to a session's branch: ``op`` is one of ``append``, ``observe``, ``reflect``,
         ``scope.open``, ``scope.close``, ``bind``, and ``body`` that operation's JSON fields."""
         ...
+
+
+@runtime_checkable
+class AdminProvider(Protocol):
+    """A provider that shows its audit log and manages its API keys (the memory provider does).
+
+    Each answers for the caller's own space only: the audit rows of that space (``afi:read``), and
+    its keys (``afi:admin``). A key's token is returned once, by ``key_create``.
+    """
+
+    def audit_rows(self, caller: Caller, *, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    def keys_list(self, caller: Caller) -> list[dict[str, Any]]: ...
+
+    def key_create(self, caller: Caller, scopes: list[str], name: str | None = None) -> dict[str, Any]: ...
+
+    def key_revoke(self, caller: Caller, key_id: str) -> dict[str, Any]: ...
 
 
 class BoundVerbs:

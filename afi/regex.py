@@ -116,6 +116,26 @@ class Regex:
         assert isinstance(found, int)
         return found
 
+    def spans(self, line: str, most: int = 100) -> list[tuple[int, int]]:
+        """The (start, end) columns of up to ``most`` non-overlapping matches in ``line``, left to right
+        (what a page highlights); an empty match is skipped."""
+        data = line.encode("utf-8", "surrogatepass")
+        found: list[tuple[int, int]] = []
+        pos = 0
+        while pos <= len(data) and len(found) < most:
+            start, end = self.compiled.Match(_UNANCHORED, data, pos, len(data))[0]
+            if start < 0:
+                break
+            if end > start:
+                found.append((start, end))
+            pos = end + 1 if end == start else end
+            while 0 < pos < len(data) and data[pos] & 0xC0 == 0x80:  # past the rest of a character
+                pos += 1
+        if line.isascii():
+            return found
+        return [(len(data[:a].decode("utf-8", "surrogatepass")), len(data[:b].decode("utf-8", "surrogatepass")))
+                for a, b in found]  # fmt: skip
+
     def first_match(self, line: str, start: int = 0, budget: Budget | None = None) -> int | Paused:
         """Given a line, return the 0-based column of its first match, or -1.
 

@@ -1,6 +1,7 @@
 """``python -m bench <name>|all [--quick]``: run one benchmark module of this folder, or all of them.
 
 A benchmark is a module here with a ``run()`` function (``run(quick=...)`` when it has a quick mode).
+``python -m bench._plots`` then draws each result beside its baseline (``make bench`` runs both).
 """
 
 from __future__ import annotations

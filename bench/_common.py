@@ -1,8 +1,14 @@
-"""What every benchmark shares: where results go, a rich table, percentiles, a seeded text corpus."""
+"""What every benchmark shares: where results go, the comparisons it states, a rich table, percentiles,
+a seeded text corpus.
+
+Results go to ``bench/results/`` unless ``AFI_BENCH_RESULTS`` names another folder (the tests use it).
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import random
 import sys
 from collections.abc import Sequence
@@ -12,9 +18,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["RESULTS_DIR", "console", "corpus", "percentile", "print_table", "write_result"]
+__all__ = ["RESULTS_DIR", "comparison", "comparisons", "console", "corpus", "percentile", "print_table", "write_result"]
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(os.environ.get("AFI_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 # Piped output (logs, make) still gets a table wide enough for every column.
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -62,8 +68,30 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     console.print(table)
 
 
+def comparison(
+    metric: str, unit: str, better: str, *, ours: tuple[str, float | None], baseline: tuple[str, float | None]
+) -> dict[str, Any] | None:
+    """Given what was measured, its unit, which way is better (``higher`` or ``lower``) and the two sides
+    as (label, value), return one entry of a result's ``comparisons``; None when a side has no figure
+    (a baseline that could not run), so callers can list every pair and drop the missing ones.
+    """
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', not {better!r}")
+    entry: dict[str, Any] = {"metric": metric, "unit": unit, "better": better}
+    for side, (label, value) in (("ours", ours), ("baseline", baseline)):
+        if value is None or not math.isfinite(value) or value < 0:
+            return None
+        entry[side] = {"label": label, "value": round(float(value), 4)}
+    return entry
+
+
+def comparisons(*entries: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Given entries from ``comparison``, return those with both figures, in order."""
+    return [entry for entry in entries if entry is not None]
+
+
 def write_result(name: str, payload: dict[str, Any], results_dir: Path | None = None) -> Path:
-    """Write a benchmark's figures to ``<results_dir>/<name>.json`` (default ``bench/results``); return the path."""
+    """Write a benchmark's figures to ``<results_dir>/<name>.json`` (default ``RESULTS_DIR``); return the path."""
     directory = RESULTS_DIR if results_dir is None else results_dir
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"

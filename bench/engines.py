@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from ._common import corpus, percentile, print_table, write_result
+from ._common import comparison, comparisons, corpus, percentile, print_table, write_result
 
 DEFAULT_NOTES = 100_000
 SHARED = 100  # notes carrying each selective token
@@ -176,8 +176,43 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
     print_table(f"engines at {n:,} notes", columns, [[row[c] for c in columns] for row in rows])
     print_table("bulk load", list(load), [list(load.values())])
     payload = {"load": load, "engines": rows}
+    payload["comparisons"] = engine_comparisons(payload)
     write_result("engines", payload)
     return payload
+
+
+_MEASURES = (  # (key, what, unit, better)
+    ("remember_per_s", "remember with consolidation", "notes/s", "higher"),
+    ("recall_p50_ms", "recall p50", "ms", "lower"),
+    ("exact_p50_ms", "exact search, selective, first page, HTTP p50", "ms", "lower"),
+    ("regex_p50_ms", "regex search, selective, first page, HTTP p50", "ms", "lower"),
+    ("semantic_http_p50_ms", "semantic search over HTTP p50", "ms", "lower"),
+    ("serve_pss_mib", "afi serve memory (PSS) after the searches", "MiB", "lower"),
+    ("bytes_per_note", "bytes on disk per note", "bytes", "lower"),
+)
+
+
+def engine_comparisons(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Given this benchmark's JSON, return PostgreSQL beside SQLite for each measure (a result written
+    before comparisons existed can be given them with this)."""
+    by_engine = {row["engine"]: row for row in payload["engines"]}
+    pg, lite = by_engine["postgresql"], by_engine["sqlite"]
+    n, load = payload["load"]["notes"], payload["load"]
+    return comparisons(
+        comparison(
+            f"bulk load of {n:,} notes",
+            "notes/s",
+            "higher",
+            ours=("PostgreSQL: afi db copy (COPY)", load["postgres_copy_notes_per_s"]),
+            baseline=("SQLite: remember, one transaction", load["sqlite_remember_load_per_s"]),
+        ),
+        *(
+            comparison(
+                f"{what}, {n:,} notes", unit, better, ours=("PostgreSQL", pg[key]), baseline=("SQLite", lite[key])
+            )
+            for key, what, unit, better in _MEASURES
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import corpus, print_table, write_result
+from ._common import comparison, comparisons, corpus, print_table, write_result
 
 __all__ = ["GOALS", "run"]
 
@@ -172,6 +172,39 @@ def _measure_floor(floor: Path, native: Path, paths: list[str], rounds: int) -> 
     return figures | {"floor_read_cold_fraction": med["big_native"] / cold_big}
 
 
+def _comparisons(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """Given the figures, return the mount beside the floor (each as a multiple of native), and the warm
+    sequential read beside native."""
+    mount, floor = "afi mount", "pyfuse3 floor (does nothing)"
+    times = (("grep -r, warm", "grep_warm", "grep"), ("find -name", "find", "find"), ("cat 1k files", "cat_1k", "cat"))
+    return comparisons(
+        *(
+            comparison(
+                what,
+                "× native time",
+                "lower",
+                ours=(mount, figures[f"{ours}_ratio"]),
+                baseline=(floor, figures[f"floor_{base}_ratio"]),
+            )
+            for what, ours, base in times
+        ),
+        comparison(
+            f"sequential read of {BIG_MIB} MiB, cold",
+            "fraction of native MiB/s",
+            "higher",
+            ours=(mount, figures["read_cold_fraction"]),
+            baseline=(floor, figures["floor_read_cold_fraction"]),
+        ),
+        comparison(
+            f"sequential read of {BIG_MIB} MiB, warm",
+            "MiB/s",
+            "higher",
+            ours=(mount, figures["read_mbps_warm"]),
+            baseline=("native folder", figures["read_mbps_native"]),
+        ),
+    )
+
+
 def run(*, quick: bool = False, items: int | None = None, rounds: int = 3) -> dict[str, Any]:
     """Build the tree, mount it, measure against native; print and store the figures."""
     count = items if items is not None else (1000 if quick else 10_000)
@@ -206,6 +239,7 @@ def run(*, quick: bool = False, items: int | None = None, rounds: int = 3) -> di
         ("50 MiB read warm (fraction of native MB/s)", figures["read_warm_fraction"], GOALS["read_mbps"]),
     ]
     print_table(f"FUSE over {count} notes and files", ["measure", "value", "goal"], rows)
+    figures["comparisons"] = _comparisons(figures)
     write_result("fuse", figures)
     return figures
 

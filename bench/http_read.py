@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import signal
@@ -31,7 +30,7 @@ import httpx
 
 from afi.provider import Caller
 
-from ._common import RESULTS_DIR, console, corpus, print_table, write_result
+from ._common import RESULTS_DIR, comparison, comparisons, console, corpus, print_table, write_result
 
 __all__ = ["GOAL_RATIO", "build_app", "read_round", "run", "serve", "write_files"]
 
@@ -226,6 +225,15 @@ def run(
     n = files or (200 if quick else 1000)
     figures = measure(n, rounds=rounds or (3 if quick else 5), concurrency=concurrency)
     payload = {"bench": "http_read", "seed": SEED, "quick": quick, "goal_ratio": GOAL_RATIO, **figures}
+    payload["comparisons"] = comparisons(
+        comparison(
+            f"HTTP read of {n:,} small files, {concurrency} in flight",
+            "files/s",
+            "higher",
+            ours=("afi-memory /afi/read", figures["afi_files_per_s"]["median"]),
+            baseline=("Starlette StaticFiles", figures["static_files_per_s"]["median"]),
+        ),
+    )
     print_table(
         f"http read: {n} files of 1-4 KiB, {figures['rounds']} rounds, concurrency {concurrency}",
         ("route", "files/s (median)", "min", "max"),
@@ -245,12 +253,7 @@ def run(
         f"server CPU per read: afi {cpu_us['afi']:.0f} us, static {cpu_us['static']:.0f} us "
         f"(static/afi = {figures['cpu_ratio'] or float('nan'):.2f})"
     )
-    if results_dir is None:
-        path = write_result("http_read", payload)
-    else:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        path = results_dir / "http_read.json"
-        path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    path = write_result("http_read", payload, results_dir)
     console.print(f"wrote {path}")
     return payload
 

@@ -29,7 +29,7 @@ from typing import Any
 from afi.providers.memory import MemoryValidationError, create_ledger
 from afi.providers.memory.ledger.conversation import LedgerSource, search_conversation
 
-from ._common import corpus, percentile, print_table, write_result
+from ._common import comparison, comparisons, corpus, percentile, print_table, write_result
 from .locomo import KS, bm25_rankings, load_conversations, recall_at
 
 BATCH = 5000
@@ -150,12 +150,34 @@ def run(
     rows = [(name, locomo["n"], *(locomo[name][f"recall@{k}"] for k in KS))
             for name in ("search_conversation", "bm25 (baseline)")]  # fmt: skip
     print_table("LoCoMo dev: recall@k (%)", ["retriever", "n", *(f"@{k}" for k in KS)], rows)
-    payload = {"appends": appends, "search": searches, "locomo": locomo}
-    if results_dir is not None:
-        import bench._common as common
-
-        common.RESULTS_DIR = results_dir
-    write_result("ledger", payload)
+    payload: dict[str, Any] = {"appends": appends, "search": searches, "locomo": locomo}
+    payload["comparisons"] = comparisons(
+        comparison(
+            f"append {appends['entries']:,} entries",
+            "entries/s",
+            "higher",
+            ours=("ledger append_many (FTS5 included)", appends["per_second"]),
+            baseline=("bare executemany, no index", appends["baseline_per_second"]),
+        ),
+        comparison(
+            f"search_conversation p50 over {appends['entries']:,} entries",
+            "ms",
+            "lower",
+            ours=("search_conversation", searches["p50_ms"]),
+            baseline=("a Python scan of the branch", searches["scan_baseline_p50_ms"]),
+        ),
+        *(
+            comparison(
+                f"LoCoMo recall@{k}",
+                "% of evidence",
+                "higher",
+                ours=("search_conversation", locomo["search_conversation"][f"recall@{k}"]),
+                baseline=("BM25", locomo["bm25 (baseline)"][f"recall@{k}"]),
+            )
+            for k in KS
+        ),
+    )
+    write_result("ledger", payload, results_dir)
     return payload
 
 

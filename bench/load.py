@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._common import RESULTS_DIR, console, print_table, write_result
+from ._common import RESULTS_DIR, comparison, comparisons, console, print_table, write_result
 from ._load_proc import Server, server_resources, workers_supported
 from ._load_store import SEED, Workload, build_store, checkpoint
 from ._load_traffic import MIX, SEARCH_LIMIT, run_phase, warm
@@ -114,6 +114,41 @@ def measure(
             for server in servers:
                 server.stop()
     return {"notes": notes, "db_bytes": db_bytes, "build_seconds": built, "configs": results}
+
+
+def _comparisons(configs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Given each configuration's figures, return ``--workers N`` beside one process (none without it)."""
+    ours_name = next((name for name in configs if name != "1 process"), None)
+    if ours_name is None or "1 process" not in configs:
+        return []
+    ours, base = configs[ours_name], configs["1 process"]
+    pairs = []
+    for phase, what in (("read", "readers only"), ("write", "readers and one If-Match writer")):
+        mine, theirs = ours["phases"][phase], base["phases"][phase]
+        for metric, unit, better, (ours_value, base_value) in (
+            ("throughput", "req/s", "higher", (mine["req_per_s"], theirs["req_per_s"])),
+            ("p99 latency", "ms", "lower", (mine["latency_ms"]["p99"], theirs["latency_ms"]["p99"])),
+            ("semantic search p50", "ms", "lower", (mine["semantic_p50_ms"], theirs["semantic_p50_ms"])),
+        ):
+            pairs.append(
+                comparison(
+                    f"{metric}, {what}",
+                    unit,
+                    better,
+                    ours=(f"afi serve {ours_name}", ours_value),
+                    baseline=("afi serve, 1 process", base_value),
+                )
+            )
+    pairs.append(
+        comparison(
+            "memory (PSS) after the write phase",
+            "MB",
+            "lower",
+            ours=(f"afi serve {ours_name}", ours["resources"]["after_write"]["pss_mb"]),
+            baseline=("afi serve, 1 process", base["resources"]["after_write"]["pss_mb"]),
+        )
+    )
+    return comparisons(*pairs)
 
 
 def _print(figures: dict[str, Any]) -> None:
@@ -190,6 +225,7 @@ def run(
         "cpus": os.cpu_count(),
         **figures,
     }
+    payload["comparisons"] = _comparisons(figures["configs"])
     _print(payload)
     if wanted and not supported:
         console.print("afi serve has no --workers option yet: only the one-process side was measured")

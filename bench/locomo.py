@@ -264,6 +264,43 @@ def _run(conversations: list[Conversation], retrievers: dict[str, Retriever], se
         "minilm_embed_seconds": embed_seconds,
         "proposed_fusion": {"hash": PROPOSED_HASH_FUSION, "semantic": PROPOSED_SEMANTIC_FUSION},
         "targets_recall@10": {"default": 55.8, "semantic": 61.7},
+        "comparisons": _comparisons(results),
     }
     write_result("locomo", payload)
     return payload
+
+
+# (what is compared, ours: (label, retriever), baseline: (label, retriever)), as README's table states them
+_PAIRS = (
+    ("default", ("fabric (hash + BM25)", "fabric default (hash + bm25)"), ("BM25 alone", "bm25 only (baseline)")),
+    (
+        "[semantic]",
+        ("fabric (MiniLM + BM25)", "fabric semantic (minilm + bm25)"),
+        ("MiniLM alone", "minilm cosine only (baseline)"),
+    ),
+    (
+        "default fabric, PostgreSQL vs SQLite",
+        ("on PostgreSQL", "fabric default (hash + bm25) on PostgreSQL"),
+        ("on SQLite", "fabric default (hash + bm25)"),
+    ),
+)
+
+
+def _comparisons(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Given the retrievers' figures, return recall@k of each pair both of whose retrievers ran."""
+    from ._common import comparison, comparisons
+
+    return comparisons(
+        *(
+            comparison(
+                f"recall@{k}, {what}",
+                "% of evidence",
+                "higher",
+                ours=(ours_label, results[ours][f"recall@{k}"]),
+                baseline=(base_label, results[base][f"recall@{k}"]),
+            )
+            for what, (ours_label, ours), (base_label, base) in _PAIRS
+            if ours in results and base in results
+            for k in KS
+        )
+    )

@@ -33,7 +33,7 @@ import anyio
 import httpx
 from mcp import Client, StdioServerParameters
 
-from ._common import console, corpus, percentile, print_table, write_result
+from ._common import comparison, comparisons, console, corpus, percentile, print_table, write_result
 
 __all__ = ["run"]
 
@@ -154,6 +154,39 @@ async def _stdio_side(
         return await _timed({"afi.read": (read, ref_read), "afi.search": (search, ref_search)}, calls)
 
 
+def _comparisons(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Given the figures, return each verb's p50 beside its baseline: Streamable HTTP as a client opens it
+    (the newest revision) against the HTTP binding, and stdio on each revision against the reference."""
+    reference = {"afi.read": "read_text_file", "afi.search": "search_files"}
+    pairs = []
+    for verb, f in result["http_auto"].items():
+        pairs.append(
+            comparison(
+                f"{verb} p50, Streamable HTTP",
+                "ms",
+                "lower",
+                ours=("MCP Streamable HTTP", f["p50"]),
+                baseline=("HTTP binding, same server", f["base_p50"]),
+            )
+        )
+    for key in ("stdio", "stdio_newest"):
+        figures = result.get(key)
+        if not isinstance(figures, dict):  # "skipped: no Node.js"
+            continue
+        eras = figures["protocol_versions"]
+        for verb, name in reference.items():
+            pairs.append(
+                comparison(
+                    f"{verb} p50, stdio, afi on {eras['afi']}, reference on {eras['reference']}",
+                    "ms",
+                    "lower",
+                    ours=("afi mcp", figures[verb]["p50"]),
+                    baseline=(f"server-filesystem {name}", figures[verb]["base_p50"]),
+                )
+            )
+    return comparisons(*pairs)
+
+
 def run(quick: bool = False, calls: int | None = None) -> dict[str, Any]:
     """Run both comparisons; print them, write ``bench/results/mcp.json`` and return the figures."""
     calls = calls or (60 if quick else 300)
@@ -189,6 +222,7 @@ def run(quick: bool = False, calls: int | None = None) -> dict[str, Any]:
                 )
                 print_table(title, ["verb", "afi p50", "afi p95", "ref p50", "ref p95", "p50 ratio"], rows)
                 result[key] = {**_figures(rows), "protocol_versions": eras}
+    result["comparisons"] = _comparisons(result)
     path = write_result("mcp", result)
     console.print(f"written to {path}")
     return result

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import corpus, percentile, print_table, write_result
+from ._common import comparison, comparisons, corpus, percentile, print_table, write_result
 from .remember import load_base
 
 __all__ = ["bm25_latencies", "fabric_latencies", "queries_for", "run"]
@@ -91,7 +91,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             ("sqlite fts5 bm25 only (baseline)", bp50, bp95, "1.00x"),
         ],
     )
-    payload = {
+    payload: dict[str, Any] = {
         "notes": size,
         "queries": len(queries),
         "top_k": TOP_K,
@@ -101,5 +101,17 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "goal_p50_ms": GOAL_P50_MS,
         "meets_goal": fp50 <= GOAL_P50_MS,
     }
+    payload["comparisons"] = comparisons(
+        *(
+            comparison(
+                f"recall {q} at {size:,} notes",
+                "ms",
+                "lower",
+                ours=("afi-memory (hash + BM25)", payload["fabric"][f"{q}_ms"]),
+                baseline=("FTS5 BM25 alone", payload["bm25_baseline"][f"{q}_ms"]),
+            )
+            for q in ("p50", "p95")
+        )
+    )
     write_result("recall", payload)
     return payload

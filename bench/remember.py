@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import corpus, print_table, write_result
+from ._common import comparison, comparisons, corpus, print_table, write_result
 
 __all__ = ["agentfs_rate", "load_base", "remember_rate", "run", "warm_index"]
 
@@ -118,6 +118,16 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         ],
         rows,
     )
-    payload = {"goal_notes_per_s": GOAL_NOTES_PER_S, "results": results}
+    pairs = [
+        comparison(
+            f"remember with consolidation, {r['base_notes']:,} notes",
+            "notes/s",
+            "higher",
+            ours=("afi-memory", r["remember_notes_per_s"]),
+            baseline=("AgentFS SDK (files/s)", r["agentfs_files_per_s"]),
+        )
+        for r in results
+    ]
+    payload = {"goal_notes_per_s": GOAL_NOTES_PER_S, "results": results, "comparisons": comparisons(*pairs)}
     write_result("remember", payload)
     return payload

@@ -15,7 +15,6 @@ of rg and grep with p50 <= 10 ms; the broad query paged to the end never slower 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import statistics
@@ -31,7 +30,7 @@ from typing import Any
 from afi.model import RegexQuery, SearchQuery, SearchRequest
 from afi.provider import Caller
 
-from ._common import RESULTS_DIR, console, percentile, print_table, write_result
+from ._common import RESULTS_DIR, comparison, comparisons, console, percentile, print_table, write_result
 
 __all__ = ["CASES", "SearchCase", "build_store", "export_tree", "measure", "note_text", "run", "tool_files"]
 
@@ -365,6 +364,30 @@ def _print(results: list[dict[str, Any]]) -> None:
         console.print(f"{size['notes']:,} notes, goals met: {size['goals_met']}")
 
 
+def _comparisons(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Given each size's figures, return the pairs README states: a selective query's first page and a
+    broad query paged to the end, each against the faster of rg and grep on the same tree."""
+    pairs = []
+    for size in results:
+        for case in size["cases"]:
+            selective = case["name"].startswith("selective")
+            ours = case["provider_first_page_ms"] if selective else case["provider_all_pages_ms"]
+            tool = case["best_tool"]
+            what = "selective, first page" if selective else f"broad ({case['match_fraction']:.1%}), all pages"
+            if not selective and not ours["complete"]:
+                what += " (stopped at the budget: a lower bound)"
+            pairs.append(
+                comparison(
+                    f"{case['mode']} search, {size['notes']:,} notes, {what}, p50",
+                    "ms",
+                    "lower",
+                    ours=("afi-memory", ours["p50"]),
+                    baseline=(f"{tool} (the faster of rg, grep)", case[f"{tool}_ms"]["p50"]),
+                )
+            )
+    return comparisons(*pairs)
+
+
 def run(
     quick: bool = False,
     *,
@@ -395,14 +418,10 @@ def run(
             "broad_all_pages_speedup": 1.0,
         },
         "sizes": results,
+        "comparisons": _comparisons(results),
     }
     _print(results)
-    if results_dir is None:
-        path = write_result("search", payload)
-    else:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        path = results_dir / "search.json"
-        path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    path = write_result("search", payload, results_dir)
     console.print(f"wrote {path}")
     return payload
 

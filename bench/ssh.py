@@ -31,7 +31,7 @@ import httpx
 
 from afi.provider import Caller
 
-from ._common import corpus, print_table, write_result
+from ._common import comparison, comparisons, corpus, print_table, write_result
 
 __all__ = ["GOAL_RATIO", "measure", "run"]
 
@@ -176,6 +176,22 @@ def run(*, quick: bool = False, files: int = 300, samples: int = 40) -> dict[str
     ]
     title = f"SSH vs HTTP, {figures['files']} files, {figures['matches']} matches"
     print_table(title, ["", "ssh", "http", "ratio"], rows)
+    figures["comparisons"] = comparisons(
+        comparison(
+            f"grep -r over {figures['files']} files, open connection",
+            "ms",
+            "lower",
+            ours=("afi ssh", grep["ssh_grep"]),
+            baseline=("the same search over HTTP", grep["http_grep"]),
+        ),
+        comparison(
+            "read one file on a fresh connection",
+            "ms",
+            "lower",
+            ours=("ssh host cat FILE", fresh["ssh_cat"]),
+            baseline=("fresh HTTP GET /afi/read", fresh["http_read"]),
+        ),
+    )
     write_result("ssh", figures)
     return figures
 

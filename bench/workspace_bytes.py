@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Any
 
-from ._common import print_table, write_result
+from ._common import comparison, comparisons, print_table, write_result
 
 SIZES = (4 << 10, 64 << 10, 1 << 20, 8 << 20)
 
@@ -60,7 +60,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
 
     from tests.support.postgres import postgres_server
 
-    rows = []
+    rows, pairs = [], []
     with postgres_server() as url, psycopg.connect(url, autocommit=True) as conn, tempfile.TemporaryDirectory() as tmp:
         conn.execute("CREATE TABLE chunks (sha text PRIMARY KEY, body bytea NOT NULL)")
         for size in SIZES:
@@ -71,8 +71,18 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             write = (round(file_write, 2), round(row_write, 2), round(row_write / file_write, 1))
             read = (round(file_read, 3), round(row_read, 3), round(row_read / file_read, 1))
             rows.append((f"{size >> 10} KiB", *write, *read))
+            for verb, on_files, on_rows in (("write", file_write, row_write), ("read", file_read, row_read)):
+                pairs.append(
+                    comparison(
+                        f"{verb} {size >> 10} KiB, p50",
+                        "ms",
+                        "lower",
+                        ours=("as PostgreSQL rows", on_rows),
+                        baseline=("as files", on_files),
+                    )
+                )
     columns = ["size", "file write ms", "row write ms", "write ratio", "file read ms", "row read ms", "read ratio"]
     print_table("workspace bytes: files vs PostgreSQL rows (p50)", columns, rows)
-    payload = {"rows": [dict(zip(columns, row, strict=True)) for row in rows]}
+    payload = {"rows": [dict(zip(columns, row, strict=True)) for row in rows], "comparisons": comparisons(*pairs)}
     write_result("workspace_bytes", payload)
     return payload

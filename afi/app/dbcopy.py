@@ -60,11 +60,17 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("ledger_sessions", ("key",)),
     TableCopy("ledger_entries", ("seq",)),
     TableCopy("snapshots", ("space", "name")),
+    TableCopy("file_blobs", ("sha256",)),
+    TableCopy("file_versions", ("id",)),
+    TableCopy("oauth_clients", ("client_id",)),
+    TableCopy("oauth_grants", ("id",)),
+    TableCopy("oauth_tokens", ("sha256",)),
 )
 # identity columns whose sequence must move past the copied rows on PostgreSQL
 _IDENTITIES = {"afi_keys": "rowid", "afi_ssh_keys": "rowid", "audit": "seq", "notes": "rowid",
                "note_changes": "seq", "workspace_files": "rowid", "ledger_sessions": "key",
-               "ledger_entries": "seq"}  # fmt: skip
+               "ledger_entries": "seq", "file_versions": "id"}  # fmt: skip
+VECTOR_COLUMN = "embedding"  # the only binary column that differs between the engines (file bytes do not)
 
 
 @dataclass(frozen=True)
@@ -127,20 +133,26 @@ def _shared_columns(src: Database, dst: Database, spec: TableCopy) -> list[str]:
     return columns
 
 
-def _to_engine(value: Any, dialect: str) -> Any:
-    """A value as the destination engine keeps it (only embeddings differ, the only binary values:
-    SQLite's packed bytes against PostgreSQL's ``halfvec``, both at half precision, so exact)."""
-    if isinstance(value, bytes | memoryview) and dialect == "postgresql":
+def _to_engine(value: Any, dialect: str, column: str = VECTOR_COLUMN) -> Any:
+    """A value as the destination engine keeps it (only embeddings differ: SQLite's packed bytes
+    against PostgreSQL's ``halfvec``, both at half precision, so exact; other bytes are bytes on both)."""
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    if column != VECTOR_COLUMN:
+        return value
+    if isinstance(value, bytes) and dialect == "postgresql":
         return HalfVector(unpack_vector(value))
     if hasattr(value, "to_numpy") and dialect == "sqlite":
         return pack_vector(value.to_numpy())
     return value
 
 
-def _canonical(value: Any) -> Any:
+def _canonical(value: Any, column: str = VECTOR_COLUMN) -> Any:
     """A value as the checksum sees it, the same on either engine (an embedding as its components)."""
     if hasattr(value, "to_numpy"):
         return value.to_numpy().astype(np.float32).tobytes().hex()
+    if isinstance(value, bytes | memoryview) and column != VECTOR_COLUMN:
+        return bytes(value).hex()
     if isinstance(value, bytes | memoryview):  # an older store's float32 row is kept at half precision there
         return unpack_vector(value).astype(np.float16).astype(np.float32).tobytes().hex()
     if isinstance(value, float):
@@ -196,7 +208,7 @@ def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str],
         raw = conn.raw  # type: ignore[attr-defined]  # the PostgreSQL engine's psycopg connection
         with raw.cursor() as cursor, cursor.copy(f"COPY {spec.name} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
-                copy.write_row([_to_engine(v, dialect) for v in row])
+                copy.write_row([_to_engine(v, dialect, c) for v, c in zip(row, columns, strict=True)])
     else:
         _upsert(conn, dialect, spec, columns, rows)
     if spec.name == "ledger_entries":
@@ -214,7 +226,7 @@ def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str],
     else:  # SQLite names no implicit rowid as a conflict target: there any conflict is the row itself
         conflict = "ON CONFLICT DO NOTHING"
     sql = f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({marks}) {conflict}"
-    conn.executemany(sql, [tuple(_to_engine(v, dialect) for v in row) for row in rows])
+    conn.executemany(sql, [tuple(_to_engine(v, dialect, c) for v, c in zip(row, columns, strict=True)) for row in rows])
 
 
 # Built once after a PostgreSQL bulk load rather than kept up to date row by row during it.
@@ -324,7 +336,9 @@ def _digest(db: Database, spec: TableCopy, columns: list[str]) -> tuple[int, str
     rows = 0
     for batch in _batches(db, spec, columns):
         for row in batch:
-            hasher.update(json.dumps([_canonical(v) for v in row], ensure_ascii=False).encode())
+            hasher.update(
+                json.dumps([_canonical(v, c) for v, c in zip(row, columns, strict=True)], ensure_ascii=False).encode()
+            )
             hasher.update(b"\n")
             rows += 1
     return rows, hasher.hexdigest()

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from afi.auth.keys import KeyStore
+from afi.auth.oauth.issuer import IssuerConfig, IssuerVerifier
 from afi.provider import Caller
 from afi.providers.memory import MemoryNotFoundError, create_memory_fabric, space_memory
 from afi.providers.memory.fabric.types import MemoryNote, RecallResult
@@ -26,17 +27,23 @@ __all__ = [
 
 
 def open_provider(
-    db: Path | str, root: Path, *, keys: bool = False, manifest_extra: dict[str, Any] | None = None
+    db: Path | str,
+    root: Path,
+    *,
+    keys: bool = False,
+    manifest_extra: dict[str, Any] | None = None,
+    issuer: IssuerConfig | None = None,
 ) -> MemoryProvider:
     """Given the store file and the workspace root, return the memory provider over them.
 
     Args:
         keys: let API keys in (a server's door); without, only the local owner and explicit callers.
         manifest_extra: fields added to the manifest (the mount announces itself there).
+        issuer: with ``keys``, an identity provider whose JWT access tokens are let in too.
     """
     kw: dict[str, Any] = {}
     if keys:
-        kw["keys"] = KeyStore(db)
+        kw["keys"] = KeyStore(db, issuer=IssuerVerifier(issuer) if issuer is not None else None)
     if manifest_extra is not None:
         kw["manifest_extra"] = manifest_extra
     return MemoryProvider(db, root, **kw)

@@ -1,4 +1,4 @@
-"""``afi serve``: the HTTP/JSON binding (and MCP at /mcp) on uvicorn, over the memory provider.
+"""``afi serve``: the HTTP/JSON binding (with MCP at /mcp and the web page at /) on uvicorn, over the memory provider.
 
 One process by default; with ``workers`` > 1, N processes share one listening socket (uvicorn's
 supervisor binds it in the parent and spawns the workers), each with its own provider on the same
@@ -22,15 +22,18 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
+from afi.auth.oauth.issuer import IssuerConfig
 from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
 from afi.bindings.mcp import mount_mcp
+from afi.bindings.web import mount_web
 from afi.errors import Conflict
 from afi.providers.memory.provider import MemoryProvider
 from afi.storage.database import store_label
 
 from .local import open_provider
 from .mcp import mcp_http
+from .oauth import mount_auth
 
 __all__ = ["AppSpec", "Listen", "check_port", "open_server", "prebuild", "serve_workers"]
 
@@ -49,13 +52,17 @@ class AppSpec:
     mcp: bool = True
     mcp_stateless: bool = False
     tool_names: str = "both"
+    issuer: IssuerConfig | None = None  # accept this identity provider's JWTs (afi serve --issuer)
+    oauth: bool = True  # serve the built-in authorization server (without an issuer)
 
     def build(self) -> tuple[FastAPI, MemoryProvider]:
         """Open the provider over the store and return the app serving it, with the provider."""
-        provider = open_provider(self.db, self.root, keys=True)
+        provider = open_provider(self.db, self.root, keys=True, issuer=self.issuer)
         limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
+        mount_web(app, provider)
+        mount_auth(app, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth)
         if self.mcp:
             names: Any = self.tool_names
             http = mcp_http(

@@ -34,11 +34,12 @@ class AuditLog:
                 (rfc3339(datetime.now(UTC)), caller.principal, caller.space, verb, shown, result),
             )
 
-    def recent(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """The most recent rows, newest first."""
+    def recent(self, *, limit: int = 100, space: str | None = None) -> list[dict[str, Any]]:
+        """The most recent rows, newest first (with ``space``, only that space's)."""
+        where, args = ("WHERE space = ? ", (space, limit)) if space is not None else ("", (limit,))
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM audit ORDER BY seq DESC LIMIT ?", (limit,)
+                f"SELECT {', '.join(_COLUMNS)} FROM audit {where}ORDER BY seq DESC LIMIT ?", args
             ).fetchall()
         return [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from ..errors import Forbidden, InvalidPath, Unauthorized
 from ..provider import Caller, Provider
 from .keys import LOCAL_OWNER
+from .oauth.resource import same_authority
 from .ratelimit import RateLimiter
 
 __all__ = ["QUERY_TOKEN_NAMES", "Door", "InvalidToken", "is_loopback_host", "is_loopback_origin"]
@@ -98,7 +99,8 @@ class Door:
 
         Raises:
             InvalidPath: a token in the query string.
-            Unauthorized: a missing, malformed, unknown or revoked key (InvalidToken: another space's).
+            Unauthorized: a missing, malformed, unknown or revoked key (InvalidToken: another space's, or an
+                OAuth token bound to another server's resource).
             Forbidden: a keyless request from another machine, or whose Host or Origin is not loopback.
             RateLimited: too many requests from this address or principal.
         """
@@ -119,6 +121,8 @@ class Door:
             raise
         if self.rate_limit is not None:
             self.rate_limit.check(f"principal:{caller.principal}")
+        if caller.resource is not None and host is not None and not same_authority(caller.resource, host):
+            raise InvalidToken(f"this token was issued for another server ({caller.resource}), not {host}")
         if token is None:
             if not _from_this_machine(address):
                 raise Forbidden("without API keys this server answers only to this machine (create a key)")

@@ -18,6 +18,8 @@ from pathlib import Path
 from ..errors import InvalidPath, Unauthorized
 from ..provider import SCOPES, Caller
 from ..storage.database import open_database
+from .oauth.bearer import Bearers
+from .oauth.issuer import IssuerVerifier
 from .owner import OwnerCredential, owner_token_path
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
@@ -57,12 +59,14 @@ class KeyStore:
     Args:
         db: the store, as ``--db`` names it.
         busy_timeout_ms: how long a SQLite writer waits for another (PostgreSQL ignores it).
+        issuer: an external identity provider whose JWT access tokens are accepted too (``afi serve --issuer``).
     """
 
-    def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, db: Path | str, *, busy_timeout_ms: int = 5000, issuer: IssuerVerifier | None = None) -> None:
         self.db = str(db)
         self._db = open_database(db, busy_timeout_ms=busy_timeout_ms)
         self.owner = OwnerCredential(owner_token_path(db))
+        self.bearers = Bearers(self._db, issuer)  # OAuth access tokens, and the issuer's JWTs
 
     def create(
         self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None
@@ -115,10 +119,11 @@ class KeyStore:
         Until the first key is issued, a missing token is the local owner (all scopes, space
         ``default``); from then on a token is required, even after every key is revoked (revoking a
         compromised only key must close the server, not open it). The owner's token (:mod:`.owner`,
-        ``afi auth token``) is the local owner whatever keys exist.
+        ``afi auth token``) is the local owner whatever keys exist. An OAuth access token or an
+        issuer's JWT (:mod:`.oauth.bearer`) is its grant's or its claims' caller.
 
         Raises:
-            Unauthorized: the token is missing where one is required, unknown, or revoked.
+            Unauthorized: the token is missing where one is required, unknown, revoked, or expired.
         """
         if token is None or token == "":
             if self.keyless():
@@ -129,7 +134,7 @@ class KeyStore:
             )
         if self.owner.matches(token):
             return LOCAL_OWNER
-        caller = self.verify(token)
+        caller = self.verify(token) or self.bearers.caller(token)
         if caller is None:
             raise Unauthorized("the API key is unknown or revoked")
         return caller
@@ -151,8 +156,9 @@ class KeyStore:
         return cur.rowcount == 1
 
     def keyless(self) -> bool:
-        """True while no key was ever issued: only then is a request without a token the local owner."""
-        return self.count(revoked=True) == 0
+        """True while no key was ever issued (nor an OAuth client approved, nor an issuer configured):
+        only then is a request without a token the local owner."""
+        return self.count(revoked=True) == 0 and not self.bearers.required()
 
     def count(self, *, revoked: bool = False) -> int:
         """Return how many keys are active (with ``revoked``, how many were ever issued)."""

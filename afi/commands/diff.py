@@ -1,7 +1,8 @@
-"""``afi diff A B``: what changed in a space's notes between two instants or snapshots.
+"""``afi diff A B``: what changed in a space's notes and workspace files between two instants or snapshots.
 
 ``A`` and ``B`` are ISO 8601 times, snapshot names (``afi snapshot create``) or ``now``. Text output
-is one line per note (``+`` added, ``~`` changed, ``-`` retired); ``--json`` prints the whole diff.
+is one line per note (``+`` added, ``~`` changed, ``-`` retired), then per file (``+`` added, ``~``
+changed, ``-`` deleted); ``--json`` prints the whole diff, the files under ``files``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def diff(
     root: RootOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON")] = False,
 ) -> None:
-    """Show the notes added, changed and retired between two instants (or snapshots); exit 1 when none."""
+    """Show the notes added, changed and retired, and the workspace files added, changed and deleted,
+    between two instants (or snapshots); exit 1 when nothing changed."""
     from afi.app.local import local_owner, open_provider
 
     with afi_errors():
@@ -41,8 +43,16 @@ def diff(
             for change in changes:
                 ids = {"+": change.after, "~": f"{change.before} -> {change.after}", "-": change.before}[mark]
                 typer.echo(f"{mark} {change.path}  ({ids})")
-    if not (found.added or found.changed or found.retired):
+        for mark, moved in (("+", found.files.added), ("~", found.files.changed), ("-", found.files.deleted)):
+            for file in moved:
+                typer.echo(f"{mark} {file.path}  ({_sizes(file.size_before, file.size_after)})")
+    files = found.files.added or found.files.changed or found.files.deleted
+    if not (found.added or found.changed or found.retired or files):
         raise typer.Exit(1)
+
+
+def _sizes(before: int | None, after: int | None) -> str:
+    return " -> ".join(f"{n} bytes" for n in (before, after) if n is not None)
 
 
 def register(app: typer.Typer) -> None:

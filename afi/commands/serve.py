@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, NoReturn
+from urllib.parse import urlsplit
 
 import typer
 
 from ..auth.door import is_loopback_host
 from ..auth.keys import KeyStore
+from ..auth.oauth.issuer import IssuerConfig
 from ..storage.database import is_postgres_url
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
@@ -26,6 +28,10 @@ is_loopback = is_loopback_host
 WORKERS_HELP = (
     "Worker processes, each with its own provider on the same store. With more than one, /mcp is "
     "stateless (a session would live in one worker's memory), --rate counts per worker, and --ssh is refused"
+)
+ISSUER_HELP = (
+    "Accept JWT access tokens of this identity provider (keys from its JWKS); the protected-resource "
+    "metadata names it instead of the built-in authorization server. API keys keep working"
 )
 MAX_CONNECTIONS_HELP = "Open connections per process; more are answered 503 (default: the descriptor limit - 256)"
 
@@ -68,6 +74,20 @@ def serve(
         Path | None, typer.Option("--authorized-keys", help="SSH authorized-keys file, with --ssh")
     ] = None,
     host_key: Annotated[Path | None, typer.Option("--host-key", help="SSH host key file, with --ssh")] = None,
+    oauth: Annotated[
+        bool, typer.Option("--oauth/--no-oauth", help="Serve the built-in OAuth authorization server (/oauth/…)")
+    ] = True,
+    issuer: Annotated[
+        str | None, typer.Option("--issuer", envvar="AFI_ISSUER", help=ISSUER_HELP, show_default=False)
+    ] = None,
+    audience: Annotated[
+        str | None,
+        typer.Option("--audience", envvar="AFI_AUDIENCE", help="The audience (aud) the issuer's tokens must name"),
+    ] = None,
+    space_claim: Annotated[
+        str | None, typer.Option("--space-claim", help="The JWT claim naming a token's space [default: the server's]")
+    ] = None,
+    scope_claim: Annotated[str, typer.Option("--scope-claim", help="The JWT claim holding a token's scopes")] = "scope",
 ) -> None:
     """Serve the memory over HTTP/JSON (routes /afi/…, manifest at /.afi/manifest.json, docs at /docs) and MCP
     (Streamable HTTP at /mcp)."""
@@ -77,12 +97,13 @@ def serve(
         _refuse("--ssh runs in one process: use --workers 1 with --ssh, or run 'afi ssh' beside 'afi serve --workers'")
     if workers > 1 and mcp and mcp_stateless is False:
         _refuse("--mcp-stateful needs --workers 1: a session lives in the memory of the worker that opened it")
+    issued = _issuer(issuer, audience, space_claim, scope_claim, space)
     db_path = resolve_db(db)
     with afi_errors():
         keys = KeyStore(db_path)
     no_keys = keys.keyless()
     keys.close()
-    if not is_loopback(host) and no_keys:
+    if not is_loopback(host) and no_keys and issued is None:
         _refuse(
             f"refusing to listen on {host}: no API key was ever created, so anyone who can reach it would own the "
             "memory. Create one first (afi token create --scope afi:write) or bind 127.0.0.1."
@@ -94,7 +115,7 @@ def serve(
     # a replica on PostgreSQL may be one of several behind a load balancer: no MCP session lives in
     # one process's memory unless asked for (--mcp-stateful, with the balancer's sticky sessions)
     stateless = mcp_stateless if mcp_stateless is not None else (workers > 1 or is_postgres_url(str(db_path)))
-    spec = AppSpec(db_path, root_path, space, rate, burst, mcp, stateless, tool_names)
+    spec = AppSpec(db_path, root_path, space, rate, burst, mcp, stateless, tool_names, issued, oauth)
     listen = Listen(host, port, header_timeout, body_timeout, max_connections)
     if workers > 1:
         with afi_errors():
@@ -112,6 +133,24 @@ def serve(
             run_beside(server, provider, db_path, SshOptions(host, ssh_port, authorized_keys, host_key))
         return
     server.run()
+
+
+def _issuer(
+    issuer: str | None, audience: str | None, space_claim: str | None, scope_claim: str, space: str | None
+) -> IssuerConfig | None:
+    """Check the issuer options; return them, or None without ``--issuer``."""
+    if issuer is None:
+        if audience is not None or space_claim is not None:
+            _refuse("--audience and --space-claim go with --issuer")
+        return None
+    parts = urlsplit(issuer)
+    if parts.scheme != "https" and not (parts.scheme == "http" and is_loopback(parts.netloc)):
+        _refuse(f"--issuer must be an https URL (http only on this machine), not {issuer!r}")
+    if parts.query or parts.fragment:
+        _refuse("--issuer must have no query or fragment")
+    if not audience:
+        _refuse("--issuer needs --audience: the value the issuer puts in its tokens' aud claim for this server")
+    return IssuerConfig(issuer.rstrip("/"), audience, space_claim, scope_claim, space or "default")
 
 
 def _keep_owner_token(db: Path | str) -> None:

@@ -1,4 +1,5 @@
-"""``afi token create|list|revoke``: API keys bound to a space, holding scopes."""
+"""``afi token create|list|revoke``: API keys bound to a space, holding scopes; ``afi token clients``: the
+OAuth clients the owner approved (``afi token revoke grant_…`` revokes one)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from ..auth.audit import AuditLog
 from ..auth.keys import KeyStore
+from ..auth.oauth.store import OAuthStore
 from ..auth.ssh_keys import SshKeyStore
 from ..errors import InvalidPath
+from ..provider import Caller
+from ..storage.database import open_database
 from .errors import afi_errors, stderr
 from .options import DbOption, resolve_db
 
@@ -66,13 +71,44 @@ def _rows(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     stdout.print(table)
 
 
+@token_app.command("clients")
+def clients(db: DbOption = None) -> None:
+    """List the OAuth clients the owner approved (one row per grant, never a token): a table on a
+    terminal, tab-separated rows when piped. Revoke one with afi token revoke GRANT_ID."""
+    rows = [
+        (g.id, g.client_name, g.client_id, g.space, " ".join(g.scopes), " ".join(g.redirect_uris), g.resource,
+         g.approved_by, g.created_at, g.revoked_at or "")
+        for g in OAuthStore(open_database(resolve_db(db))).grants()
+    ]  # fmt: skip
+    header = ("grant", "client", "client id", "space", "scopes", "redirect", "resource", "approved by", "created")
+    _rows((*header, "revoked"), rows)
+
+
 @token_app.command("revoke")
-def revoke(key_id: Annotated[str, typer.Argument(help="The key id (see afi token list)")], db: DbOption = None) -> None:
-    """Revoke a key; its token stops working at once."""
+def revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (afi token list) or OAuth grant id (afi token clients)")],
+    db: DbOption = None,
+) -> None:
+    """Revoke a key, or an OAuth client's grant (all its access and refresh tokens); it stops working at once."""
+    if key_id.startswith("grant_"):
+        _revoke_grant(key_id, resolve_db(db))
+        return
     if not KeyStore(resolve_db(db)).revoke(key_id):
         stderr.print(f"afi: {key_id}: not_found: no active key has this id", markup=False)
         raise typer.Exit(2)
     stderr.print(f"revoked {key_id}", markup=False)
+
+
+def _revoke_grant(grant_id: str, db: Path | str) -> None:
+    database = open_database(db)
+    grant = OAuthStore(database).grant(grant_id)
+    if grant is None or not OAuthStore(database).revoke_grant(grant_id):
+        stderr.print(f"afi: {grant_id}: not_found: no active OAuth grant has this id", markup=False)
+        raise typer.Exit(2)
+    AuditLog(database).record(
+        Caller("local", grant.space), "oauth.revoke", f"/oauth/{grant.client_id}/{grant_id}", "ok"
+    )
+    stderr.print(f"revoked {grant_id} ({grant.client_name or grant.client_id}, space {grant.space})", markup=False)
 
 
 ssh_app = typer.Typer(help="SSH public keys as principals: add, list, revoke.", no_args_is_help=True)

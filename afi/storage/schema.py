@@ -264,11 +264,50 @@ def _snapshots(db: sqlite_utils.Database) -> None:
     )
 
 
+def _file_history(db: sqlite_utils.Database) -> None:
+    """Workspace file history (afi gc drops the old): each version's bytes once in ``file_blobs``,
+    keyed by their SHA-256 however many versions and spaces share them, and ``file_versions``: from
+    ``at`` on, ``path`` held the blob ``sha256`` (or was absent, when it is NULL)."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS file_blobs (sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS file_versions (id INTEGER PRIMARY KEY AUTOINCREMENT, space TEXT NOT NULL, "
+        "path TEXT NOT NULL, sha256 TEXT, size INTEGER NOT NULL, at TEXT NOT NULL, op TEXT NOT NULL)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS file_versions_path ON file_versions (space, path, at)")
+    db.execute("CREATE INDEX IF NOT EXISTS file_versions_at ON file_versions (space, at)")
+    db.execute("CREATE INDEX IF NOT EXISTS file_versions_sha256 ON file_versions (sha256) WHERE sha256 IS NOT NULL")
+
+
+def _oauth(db: sqlite_utils.Database) -> None:
+    """The built-in OAuth authorization server (afi/auth/oauth): registered clients, the grants the
+    owner approved (a client, a space, scopes, the resource bound into its tokens), and every short-lived
+    secret by its SHA-256: pending consent requests, authorization codes, access and refresh tokens."""
+    for statement in OAUTH_TABLES:
+        db.execute(statement)
+
+
+OAUTH_TABLES = (
+    "CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, info TEXT NOT NULL, "
+    "created_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS oauth_grants (id TEXT PRIMARY KEY, client_id TEXT NOT NULL, space TEXT NOT NULL, "
+    "scopes TEXT NOT NULL, resource TEXT NOT NULL, approved_by TEXT NOT NULL, created_at TEXT NOT NULL, "
+    "revoked_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS oauth_tokens (sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT, "
+    "client_id TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at TEXT, data TEXT NOT NULL, "
+    "created_at TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS oauth_tokens_grant ON oauth_tokens (grant_id)",
+)
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
     Step(3, "trigram indexes without positions", _trigrams_without_positions),
     Step(4, "audit by space", _audit_by_space),
     Step(5, "snapshots", _snapshots),
+    Step(6, "file history", _file_history),
+    Step(7, "oauth", _oauth),
 )
 LATEST = len(STEPS)

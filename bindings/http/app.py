@@ -25,9 +25,11 @@ from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry
 from afi.provider import SCOPES, Caller, Provider
 
 from ..offload import offload, search_lane
+from .docs import add_docs
 from .errors import BodyCap, Cors, error_response
+from .oauth import named_servers
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "caller_of", "create_app"]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -117,7 +119,7 @@ def _json(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(dump(model), status_code=status)
 
 
-def _caller_of(request: Request) -> Caller:
+def caller_of(request: Request) -> Caller:
     """Given a request, return who asks (runs in a worker thread: the key store is SQLite)."""
     door: Door = request.app.state.afi
     return door.admit(
@@ -131,7 +133,7 @@ def _caller_of(request: Request) -> Caller:
 
 
 async def _current_caller(request: Request) -> Caller:
-    return await offload(_caller_of, request)
+    return await offload(caller_of, request)
 
 
 Who = Annotated[Caller, Depends(_current_caller)]
@@ -161,7 +163,10 @@ def create_app(
         summary="An agent's memory as a filesystem: the AFI v0.1 HTTP/JSON binding.",
         version="0.1",
         responses={"default": {"model": ErrorEnvelope, "description": "an AFI error"}},
+        docs_url=None,  # add_docs serves /docs from local assets; FastAPI's loads them from a CDN
+        redoc_url=None,
     )
+    add_docs(app)
 
     app.state.afi = Door(
         provider, rate_limit, frozenset(allowed_spaces) if allowed_spaces is not None else None, default_space
@@ -323,11 +328,12 @@ def create_app(
 
     app.include_router(router)
     app.include_router(router, prefix="/spaces/{space}")
-    from .ledger import ledger_router  # the module imports this one's door helpers
+    from .admin import admin_router  # these modules import this one's door helpers
+    from .ledger import ledger_router
 
-    ledger = ledger_router(provider)
-    app.include_router(ledger)
-    app.include_router(ledger, prefix="/spaces/{space}")
+    for extra in (ledger_router(provider), admin_router(provider)):
+        app.include_router(extra)
+        app.include_router(extra, prefix="/spaces/{space}")
 
     async def resource_metadata(request: Request) -> JSONResponse:
         """RFC 9728 protected-resource metadata: which resource this is and how to present a key."""
@@ -341,6 +347,7 @@ def create_app(
                 "resource_name": "afi-memory",
                 "scopes_supported": list(SCOPES),
                 "bearer_methods_supported": ["header"],
+                **named_servers(request.app, base),
             }
         )
 

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from afi.auth.door import Door, InvalidToken, is_loopback_origin
+from afi.auth.oauth.resource import named_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
 from afi.provider import SCOPES, Caller
@@ -228,6 +229,7 @@ class McpHttp:
             "resource_name": "afi-memory (MCP)",
             "scopes_supported": list(SCOPES),
             "bearer_methods_supported": ["header"],
+            **named_servers(request.app, base),
         }
         return JSONResponse(body)
 

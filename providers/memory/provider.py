@@ -21,17 +21,16 @@ from afi.paths import normalize
 from afi.provider import Caller
 from afi.storage.database import is_postgres_url, open_database
 
+from .admin import AdminVerbs
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
 from .fabric.types import ForgetResult, MemoryNote
 from .ledger.ops import apply_op
 from .search.search import Search
-from .snapshots import Snapshot
 from .spaces import Space, Spaces, check_space_name
+from .time_verbs import TimeVerbs
 from .tree.afi import AfiArea, memory_manifest
-from .tree.at import AT_ROOT, instant
 from .tree.base import MAX_LIST, Area, Listing, WriteOptions
-from .tree.diff import NotesDiff, diff_notes
 from .tree.locate import AREAS, READ_ONLY_AREAS, Node, locate, note_path
 from .tree.root import area_handlers
 from .workspace.advisory import AdvisorySpaceLocks
@@ -43,7 +42,7 @@ __all__ = ["MemoryProvider"]
 T = TypeVar("T")
 
 
-class MemoryProvider:
+class MemoryProvider(AdminVerbs, TimeVerbs):
     """An AFI provider at profile 3 over the memory fabric and a jailed workspace per space."""
 
     def __init__(
@@ -278,38 +277,6 @@ class MemoryProvider:
         return self._audited(caller, "forget", where, run)
 
     # -- the observational ledger: /episodes, /sessions, x-conversation, ledger writes -------
-
-    # -- snapshots: named instants of a space (/.afi/at/<name>/) ---------------------------------
-
-    def snapshot_create(self, caller: Caller, name: str, at: str | None = None) -> Snapshot:
-        """Name an instant (``at``, ISO 8601; default now) of the caller's space; needs afi:write, audited."""
-        where = f"{AT_ROOT}/{name}"
-
-        def run() -> Snapshot:
-            caller.require("afi:write", path=where)
-            return self._space(caller.space).snapshots.create(name, None if at is None else instant(at, where))
-
-        return self._audited(caller, "snapshot", where, run)
-
-    def snapshot_list(self, caller: Caller) -> builtins.list[Snapshot]:
-        caller.require("afi:read")
-        return self._space(caller.space).snapshots.list()
-
-    def snapshot_delete(self, caller: Caller, name: str) -> None:
-        """Drop a snapshot of the caller's space (its notes stay); needs afi:write, audited."""
-        where = f"{AT_ROOT}/{name}"
-
-        def run() -> None:
-            caller.require("afi:write", path=where)
-            if not self._space(caller.space).snapshots.delete(name):
-                raise NotFound(f"no snapshot named {name!r} in this space", path=where)
-
-        self._audited(caller, "snapshot-delete", where, run)
-
-    def diff(self, caller: Caller, since: str, until: str) -> NotesDiff:
-        """What changed in the caller's space's notes between two instants or snapshots (afi:read)."""
-        caller.require("afi:read")
-        return diff_notes(self._space(caller.space), since, until)
 
     def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
         """Append to a session's branch (``op`` one of LEDGER_OPS); needs afi:write, audited."""

@@ -20,6 +20,7 @@ from .snapshots import Snapshots
 from .tree.notes_view import NotesView
 from .tree.times import SpaceClock
 from .workspace.advisory import AdvisorySpaceLocks
+from .workspace.history import FileHistory
 from .workspace.locks import SpaceLocks
 from .workspace.workspace import Workspace, WorkspaceLimits
 
@@ -38,6 +39,7 @@ class Space:
     ledger: Ledger
     clock: SpaceClock  # the time its top-level folders show
     snapshots: Snapshots  # named instants, shown at /.afi/at/<name>/
+    files: FileHistory  # the workspace files' kept versions (/history/files, /.afi/at/<instant>/files)
 
 
 class Spaces:
@@ -112,6 +114,7 @@ class Spaces:
             ledger,
             SpaceClock(self._database, name),
             Snapshots(self._database, name),
+            FileHistory(self._database, name),
         )
 
 

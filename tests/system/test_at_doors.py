@@ -105,7 +105,7 @@ def test_the_mount_cats_monday(served: Served) -> None:
     (served.base / "writer.key").write_text(served.token + "\n")
     with afi_mount(served.base / "mnt", served.db, served.root, "--token", str(served.base / "writer.key")) as mount:
         at = Path(mount.path) / ".afi" / "at" / served.monday
-        assert sorted(os.listdir(at)) == ["facts", "history", "procedures"]
+        assert sorted(os.listdir(at)) == ["episodes", "facts", "files", "history", "procedures", "sessions"]
         assert "zebra canary" in (at / "facts" / "deploy.md").read_text()
         grep = subprocess.run(["grep", "-r", "zebra", str(at / "facts")], capture_output=True, text=True, timeout=60)
         assert grep.returncode == 0 and "deploy.md" in grep.stdout

@@ -1,14 +1,18 @@
-"""The search, HTTP read and load benches, run for real at a tiny size: their JSON has every figure, and sane ones.
+"""The benches, run for real at a tiny size: their JSON has every figure, and sane ones.
 
-Each bench runs as a user runs it (``python -m bench.<name>`` from the repository root) and writes
-its result file into a temporary directory. No timing is asserted: only that the figures exist, are
-positive and consistent, that every side found the same files, and that every body read back intact.
+Each bench runs as a user runs it (``python -m bench.<name>``, or ``python -m bench <name> --quick``,
+from the repository root) and writes its result file into a temporary directory. No timing is
+asserted: only that the figures exist, are positive and consistent, that every side found the same
+files, that every body read back intact, and that the comparisons each states (what ``make bench``
+draws) are the figures it measured, ours beside its baseline.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench.locomo import DEFAULT_DATA
 
 REPO = Path(__file__).resolve().parents[2]
 NOTES = 200
@@ -41,8 +47,44 @@ def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
     return result
 
 
+def _quick(name: str, out: Path) -> dict[str, Any]:
+    """Run ``python -m bench NAME --quick`` with its results sent to ``out``; return its JSON."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", name, "--quick"],
+        cwd=REPO,
+        env={**os.environ, "AFI_BENCH_RESULTS": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
+    return result
+
+
 def _positive(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def _compared(result: dict[str, Any], count: int) -> list[tuple[float, float]]:
+    """Check the result's comparisons are well formed and ``count`` of them; return (ours, baseline) each."""
+    entries = result["comparisons"]
+    assert len(entries) == count, [e["metric"] for e in entries]
+    for entry in entries:
+        assert set(entry) == {"metric", "unit", "better", "ours", "baseline"}
+        assert entry["metric"] and entry["unit"] and entry["better"] in ("higher", "lower")
+        for side in ("ours", "baseline"):
+            assert entry[side]["label"] and math.isfinite(entry[side]["value"]) and entry[side]["value"] >= 0
+    assert len({e["metric"] for e in entries}) == count, "every metric is named apart"
+    return [(e["ours"]["value"], e["baseline"]["value"]) for e in entries]
+
+
+def _same(pair: tuple[float, float], ours: float, baseline: float, *, rounded: float = 1e-4) -> bool:
+    """Whether a comparison holds these figures (up to its rounding, or the figures' own)."""
+    return bool(pair[0] == pytest.approx(ours, rel=1e-3, abs=rounded)) and bool(
+        pair[1] == pytest.approx(baseline, rel=1e-3, abs=rounded)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +118,14 @@ def test_search_result_has_one_size_with_every_case(search_result: dict[str, Any
         "broad_all_pages_not_slower",
         "all_agree",
     }
+
+
+def test_search_compares_each_case_with_the_faster_tool(search_result: dict[str, Any]) -> None:
+    pairs = _compared(search_result, 4)
+    for pair, case in zip(pairs, search_result["sizes"][0]["cases"], strict=True):
+        ours = case["provider_first_page_ms" if case["name"].startswith("selective") else "provider_all_pages_ms"]
+        assert _same(pair, ours["p50"], min(case["rg_ms"]["p50"], case["grep_ms"]["p50"])), case["name"]
+    assert all(e["unit"] == "ms" and e["better"] == "lower" for e in search_result["comparisons"])
 
 
 @pytest.mark.parametrize("index", range(4), ids=["selective-exact", "selective-regex", "broad-exact", "broad-regex"])
@@ -131,6 +181,9 @@ def test_http_read_figures_are_consistent(http_result: dict[str, Any]) -> None:
     assert http_result["goal_met"] == (ratio >= http_result["goal_ratio"])
     cpu = http_result["server_cpu_us_per_read"]
     assert set(cpu) == {"afi", "static"} and min(cpu.values()) >= 0 and sum(cpu.values()) > 0
+    (pair,) = _compared(http_result, 1)
+    assert _same(pair, http_result["afi_files_per_s"]["median"], http_result["static_files_per_s"]["median"])
+    assert http_result["comparisons"][0]["better"] == "higher"
 
 
 def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
@@ -167,3 +220,55 @@ def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
         assert sum(config["resources"]["during_write"]["connections_by_process"]) == 9
     if len(names) > 1:
         assert load_result["configs"][names[1]]["resources"]["idle"]["processes"] > 2  # a supervisor and its workers
+
+
+def test_load_compares_workers_with_one_process(load_result: dict[str, Any]) -> None:
+    configs = load_result["configs"]
+    if len(configs) == 1:  # nothing to compare without --workers
+        assert load_result["comparisons"] == []
+        return
+    pairs = _compared(load_result, 7)
+    ours, base = configs[f"--workers {load_result['workers_requested']}"], configs["1 process"]
+    assert _same(pairs[0], ours["phases"]["read"]["req_per_s"], base["phases"]["read"]["req_per_s"])
+    assert _same(pairs[4], ours["phases"]["write"]["latency_ms"]["p99"], base["phases"]["write"]["latency_ms"]["p99"])
+    pss = ours["resources"]["after_write"]["pss_mb"], base["resources"]["after_write"]["pss_mb"]
+    assert _same(pairs[6], *pss)
+
+
+def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
+    """How many comparisons a quick run states, and its first pair as read from its own figures."""
+    if name == "ssh":
+        grep = result["open_grep_ms"]
+        return 2, grep["ssh_grep"], grep["http_grep"]
+    if name == "ledger":
+        appends = result["appends"]
+        return 2 + 3, appends["per_second"], appends["baseline_per_second"]
+    if name == "recall":
+        return 2, result["fabric"]["p50_ms"], result["bm25_baseline"]["p50_ms"]
+    if name == "remember":
+        first = result["results"][0]
+        return 2, first["remember_notes_per_s"], first["agentfs_files_per_s"]
+    if name == "workspace_bytes":  # the table's figures, rounded to 0.01 ms
+        first = result["rows"][0]
+        return 8, first["row write ms"], first["file write ms"]
+    assert name == "locomo"
+    runs = result["results"]
+    pg = "fabric default (hash + bm25) on PostgreSQL" in runs
+    semantic = "fabric semantic (minilm + bm25)" in runs
+    return (
+        3 * (1 + pg + semantic),
+        runs["fabric default (hash + bm25)"]["recall@1"],
+        runs["bm25 only (baseline)"]["recall@1"],
+    )
+
+
+@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes"])
+def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
+    if name == "remember" and importlib.util.find_spec("agentfs_sdk") is None:
+        pytest.skip("remember's baseline is the AgentFS SDK, in the bench extra: pip install -e '.[bench]'")
+    if name in ("ledger", "locomo") and not DEFAULT_DATA.exists():
+        pytest.skip(f"LoCoMo data not found at {DEFAULT_DATA}")
+    result = _quick(name, tmp_path)
+    count, ours, baseline = _expected(name, result)
+    pairs = _compared(result, count)
+    assert _same(pairs[0], ours, baseline, rounded=0.006 if name == "workspace_bytes" else 1e-4)

@@ -310,11 +310,14 @@ def _is_message(entry: Any) -> bool:
     return isinstance(entry, dict) and entry.get("type", "message") == "message" and entry.get("role") in MESSAGE_ROLES
 
 
-def render_transcript(session: LedgerSession) -> str:
+def render_transcript(session: LedgerSession, *, until: str | None = None) -> str:
     """Given a session, return its transcript as Markdown: one ``[id] (time) role: text`` per message,
-    observations and reflections inline, work scopes as their open/close lines."""
+    observations and reflections inline, work scopes as their open/close lines. With ``until`` (a
+    canonical instant), only the entries stamped by then: the transcript as it stood at that instant."""
     lines = [f"# session {session.id}", ""]
     for entry in session.iter_entries():
+        if until is not None and entry.timestamp > until:
+            continue
         if entry.type == "message":
             # one line per entry, so the line of a message is its branch position + TRANSCRIPT_HEADER_LINES + 1
             lines.append(f"[{entry.id}] ({entry.timestamp}) {entry.role}: {' '.join(entry.text.split())}")

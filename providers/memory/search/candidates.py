@@ -18,7 +18,10 @@ from afi.paths import is_within
 
 from ..fabric.render import render_note
 from ..ledger.conversation import episode_note
-from ..tree.at import AT_ROOT, parse_at
+from ..tree.at import AT_FILES, AT_ROOT, parse_at
+from ..tree.at_files import at_file_candidates, at_file_texts
+from ..tree.at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at
+from ..tree.history_files import FILES_DIR, history_file_candidates
 from ..tree.ledger import ledger_text
 from ..tree.locate import MANIFEST_NAME, note_path
 from .grep import Candidate
@@ -112,6 +115,8 @@ def _at_indexed(space: Space, literals: list[str], scope: str) -> Iterator[Candi
 
 def _unindexed(space: Space, scope: str, manifest: Callable[[], bytes]) -> Iterator[Candidate]:
     """The small unindexed documents of the areas the scope reaches."""
+    yield from _file_versions(space, scope)
+    yield from _ledger_at(space, scope)
     if _overlaps(scope, "/working"):
         for label, note in space.fabric.blocks().items():
             yield f"/working/{label}.md", "text", render_note(note)
@@ -125,16 +130,46 @@ def _unindexed(space: Space, scope: str, manifest: Callable[[], bytes]) -> Itera
             yield f"/sessions/{sid}.md", "session", sid
 
 
+def _file_versions(space: Space, scope: str) -> Iterator[Candidate]:
+    """Kept file versions, unindexed (no index covers past bytes; each is read when a page reaches
+    it): under ``/history/files`` when the scope is within ``/history``, and an instant's files
+    when it is within ``/.afi/at/<instant>``."""
+    if is_within(scope, "/history") and _overlaps(scope, FILES_DIR):
+        yield from history_file_candidates(space)
+    elif is_within(scope, AT_ROOT):
+        where = parse_at(scope, space)
+        if where is not None and where.segment and where.area in ("", AT_FILES):
+            yield from at_file_candidates(space, where.at, f"{where.base}/{AT_FILES}")
+
+
+def _ledger_at(space: Space, scope: str) -> Iterator[Candidate]:
+    """An instant's sessions and episodes (the ledger up to then), when the scope reaches them."""
+    if not is_within(scope, AT_ROOT):
+        return
+    where = parse_at(scope, space)
+    if where is None or not where.segment:
+        return
+    for area in AT_LEDGER_AREAS:
+        if where.area in ("", area):
+            folder = f"{where.base}/{area}"
+            for entry in ledger_list_at(space, where.at, area, folder):
+                name = entry.path.rsplit("/", 1)[-1]
+                yield entry.path, "text", ledger_text_at(space, where.at, area, name, entry.path)[1]
+
+
 def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
     """The texts of a batch of candidates, in order (``None`` for one that vanished meanwhile)."""
     notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
     files = space.workspace.texts_by_rowid([key for _, source, key in batch if source == "file"])
+    versions = at_file_texts(space, [key for _, source, key in batch if source == "version"])
     texts: list[str | None] = []
     for path, source, key in batch:
         if source == "note":
             texts.append(notes.get(key))
         elif source == "file":
             texts.append(files.get(key))
+        elif source == "version":
+            texts.append(versions.get(key))
         elif source == "session":
             texts.append(ledger_text(space.ledger, space.fabric.memory.scope, path)[1])
         else:

@@ -1,5 +1,5 @@
 """``/.afi``: the provider's own files, read-only: ``manifest.json``, the manifest the doors serve, and
-``at/<instant>/``, the notes as they stood at an instant (:mod:`.at`).
+``at/<instant>/``, the notes and workspace files as they stood at an instant (:mod:`.at`).
 
 The manifest is built once per state of ``auth.required`` (which follows keys created while serving,
 the only part that changes) and kept with its bytes.
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from afi.errors import NotFound
 from afi.manifest import build_manifest
-from afi.model import Entry, Manifest, Page
+from afi.model import Entry, Manifest, Page, ReadResult
 
 from ..fabric.embedders import Embedder
 from ..search.search import MAX_RESULTS
-from .at import AT_ROOT, AtPath, at_list, at_stat, at_text, parse_at
+from .at import AT_ROOT, AtPath, at_list, at_read, at_stat, at_text, parse_at
 from .base import MAX_LIST, Area, Listing
 from .entries import manifest_entry
 from .locate import MANIFEST_NAME, Node
@@ -64,6 +64,11 @@ class AfiArea(Area):
     def list(self, space: Space, node: Node, listing: Listing) -> Page:
         where = parse_at(node.path, space)
         return super().list(space, node, listing) if where is None else at_list(space, where, node.path, listing)
+
+    def read(self, space: Space, node: Node, offset: int, length: int | None) -> ReadResult:
+        where = parse_at(node.path, space)
+        found = None if where is None else at_read(space, where, node.path, offset, length)
+        return super().read(space, node, offset, length) if found is None else found
 
     def text(self, space: Space, node: Node) -> tuple[Entry, str]:
         where = parse_at(node.path, space)

@@ -8,32 +8,53 @@ in the paths as it was typed; ``/.afi/at`` lists the snapshots. Beneath it:
   already written then (superseded since, expired since, or written later: the past is what was
   believed at that instant, not today's knowledge of it). Forgotten notes stay forgotten.
 - ``history/<id>.md``: every version written by then.
+- ``files/<path>``: the workspace as it stood then, from the files' kept versions (:mod:`.at_files`).
+- ``sessions/<id>.md`` and ``episodes/<id>.md``: the ledger up to then (:mod:`.at_ledger`).
 
 A version reads as it is stored, its front matter whole (a ``valid_to`` set when it was superseded
-later shows too). Search reaches these paths like any other (:mod:`..search`). Workspace files, working
-blocks and the ledger keep no past of their own yet, so an instant shows the notes only.
+later shows too). Search reaches these paths like any other (:mod:`..search`). Working blocks keep no
+past of their own yet.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from afi.errors import InvalidPath, NotFound
-from afi.model import Entry, Page
+from afi.model import Entry, Page, ReadResult
 
 from ..fabric.errors import MemoryValidationError
 from ..fabric.memory import canonical_time
+from ..horizon import check_horizon
+from .at_files import at_files_list, at_files_read, at_files_stat
+from .at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at
 from .base import Listing
 from .entries import dir_entry, row_entry
 
 if TYPE_CHECKING:
     from ..spaces import Space
 
-__all__ = ["AT_AREAS", "AT_ROOT", "AtPath", "at_list", "at_stat", "at_text", "instant", "parse_at", "resolve_instant"]
+__all__ = [
+    "AT_AREAS",
+    "AT_FILES",
+    "AT_FOLDERS",
+    "AT_ROOT",
+    "AtPath",
+    "at_list",
+    "at_read",
+    "at_stat",
+    "at_text",
+    "instant",
+    "parse_at",
+    "resolve_instant",
+]
 
 AT_ROOT = "/.afi/at"
 AT_AREAS: dict[str, str | None] = {"facts": "fact", "history": None, "procedures": "procedure"}
+AT_FILES = "files"  # the workspace's past, beside the notes' areas
+AT_FOLDERS: tuple[str, ...] = tuple(sorted([*AT_AREAS, AT_FILES, *AT_LEDGER_AREAS]))
 
 
 @dataclass(frozen=True)
@@ -43,18 +64,24 @@ class AtPath:
     segment: str  # "" for /.afi/at itself
     at: str  # the instant, canonical (UTC, milliseconds)
     area: str  # "" for the instant's own folder
-    name: str  # "" for an area folder
+    name: str  # "" for an area folder; in ``files``, the workspace path (slashes and all)
 
     @property
     def base(self) -> str:
         return f"{AT_ROOT}/{self.segment}"
 
 
+# a date (2026-11-30 or 20261130), then a time to the minute, second or fraction, then a zone
+_ISO_8601 = re.compile(
+    r"\d{4}-?\d{2}-?\d{2}(?:[Tt ]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
 def instant(segment: str, path: str) -> str:
     """Given an instant as a path segment, return it canonical; InvalidPath when it is no instant."""
     try:
-        if segment[:1].isalpha():  # a snapshot's name starts with a letter, an instant with a digit
-            raise MemoryValidationError(segment)
+        if segment[:1].isalpha() or not _ISO_8601.fullmatch(segment):  # a snapshot's name starts with a letter
+            raise MemoryValidationError(segment)  # Python's parser takes "1" * 5000 or a control character
         return canonical_time(segment, "the instant")
     except MemoryValidationError:
         raise InvalidPath(
@@ -68,8 +95,10 @@ def resolve_instant(segment: str, path: str, space: Space) -> str:
         found = space.snapshots.get(segment)
         if found is None:
             raise NotFound(f"no snapshot named {segment!r} in this space (afi snapshot list)", path=path)
-        return found.at
-    return instant(segment, path)
+        at = found.at
+    else:
+        at = instant(segment, path)
+    return check_horizon(space.files.database, space.files.space, at, path=path)
 
 
 def parse_at(path: str, space: Space) -> AtPath | None:
@@ -81,15 +110,18 @@ def parse_at(path: str, space: Space) -> AtPath | None:
         return AtPath("", "", "", "")
     at = resolve_instant(parts[0], path, space)
     area = parts[1] if len(parts) > 1 else ""
-    if area and area not in AT_AREAS:
-        raise NotFound(f"an instant shows {', '.join(AT_AREAS)} (files, blocks and the ledger keep no past yet)",
-                       path=path)  # fmt: skip
+    if area and area not in AT_FOLDERS:
+        raise NotFound(f"an instant shows {', '.join(AT_FOLDERS)} (working blocks keep no past yet)", path=path)
+    if area == AT_FILES:
+        return AtPath(parts[0], at, area, "/".join(parts[2:]))
     if len(parts) > 3:
         raise NotFound("no such note: the folders of an instant are flat", path=path)
     return AtPath(parts[0], at, area, parts[2] if len(parts) == 3 else "")
 
 
 def _note(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
+    if where.area in AT_LEDGER_AREAS:
+        return ledger_text_at(space, where.at, where.area, where.name, path)
     if not where.name.endswith(".md") or len(where.name) <= 3:
         raise NotFound(f"notes in {where.base}/{where.area} are named <name>.md", path=path)
     name = where.name[:-3]
@@ -105,10 +137,14 @@ def at_text(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
     """A note of an instant: its entry (read-only) and its stored rendering."""
     if not where.name:
         raise InvalidPath("this is a folder, not a file: list it instead of reading it", path=path)
+    if where.area == AT_FILES:
+        raise InvalidPath("a workspace file of an instant is read as bytes, not as a note", path=path)
     return _note(space, where, path)
 
 
 def at_stat(space: Space, where: AtPath, path: str) -> Entry:
+    if where.area == AT_FILES and where.name:
+        return at_files_stat(space, where.at, where.name, path)
     if where.name:
         return _note(space, where, path)[0]
     entry = dir_entry(path, where.at or None)
@@ -116,6 +152,8 @@ def at_stat(space: Space, where: AtPath, path: str) -> Entry:
 
 
 def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
+    if where.area == AT_FILES:
+        return at_files_list(space, where.at, where.name, path, listing)
     if where.name:
         _note(space, where, path)
         raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=path)
@@ -123,7 +161,9 @@ def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
         snapshots = space.snapshots.list()
         return listing.page([at_stat(space, AtPath(s.name, s.at, "", ""), f"{AT_ROOT}/{s.name}") for s in snapshots])
     if not where.area:
-        return listing.page([at_stat(space, AtPath(where.segment, where.at, a, ""), f"{path}/{a}") for a in AT_AREAS])
+        return listing.page([at_stat(space, AtPath(where.segment, where.at, a, ""), f"{path}/{a}") for a in AT_FOLDERS])
+    if where.area in AT_LEDGER_AREAS:
+        return listing.page(ledger_list_at(space, where.at, where.area, path))
     kind = AT_AREAS[where.area]
     if kind is None:
         rows = space.notes.list_history(after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
@@ -132,3 +172,10 @@ def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
     rows = space.notes.list_current(kind, after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
                                     at=where.at)  # fmt: skip
     return listing.cut([row_entry(f"{path}/{r.name or r.id}.md", r, writable=False) for r in rows])
+
+
+def at_read(space: Space, where: AtPath, path: str, offset: int, length: int | None) -> ReadResult | None:
+    """A workspace file of an instant, as bytes (None for any other path of ``/.afi/at``: a note's text)."""
+    if where.area != AT_FILES or not where.name:
+        return None
+    return at_files_read(space, where.at, where.name, path, offset, length)

@@ -10,18 +10,20 @@ hold keeps it for the auditors, not for recall), so no diff lists it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from afi.errors import InvalidPath
 
+from ..fabric.types import MemoryNote
 from .at import AT_AREAS, resolve_instant
+from .diff_files import FilesDiff, diff_files
 from .locate import note_path
 from .notes_view import now_iso
 
 if TYPE_CHECKING:
     from ..spaces import Space
 
-__all__ = ["Change", "NotesDiff", "diff_notes"]
+__all__ = ["Change", "NotesDiff", "belief", "diff_notes"]
 
 _PAGE = 1000
 
@@ -40,6 +42,22 @@ class NotesDiff:
     added: list[Change] = field(default_factory=list)
     changed: list[Change] = field(default_factory=list)
     retired: list[Change] = field(default_factory=list)
+    files: FilesDiff = field(default_factory=FilesDiff)  # the workspace files (:mod:`.diff_files`)
+
+
+def belief(note: MemoryNote) -> dict[str, Any]:
+    """What a version says: its text and annotations (two versions saying the same are no change,
+    whatever their ids; a restore writes such a version)."""
+    return note.model_dump(include=_SAID)
+
+
+_SAID = {"kind", "name", "content", "t_ref", "tags", "keywords", "context", "importance", "links",
+         "source_entry_ids", "consent"}  # fmt: skip
+
+
+def _says_else(space: Space, before: str, after: str) -> bool:
+    old, new = space.fabric.get(before), space.fabric.get(after)
+    return old is None or new is None or belief(old) != belief(new)
 
 
 def _tree(space: Space, at: str) -> dict[str, str]:
@@ -71,6 +89,7 @@ def diff_notes(space: Space, since: str, until: str) -> NotesDiff:
             out.added.append(Change(path, None, now))
         elif now is None:
             out.retired.append(Change(path, was, None))
-        elif was != now:
+        elif was != now and _says_else(space, was, now):
             out.changed.append(Change(path, was, now))
+    out.files = diff_files(space, start, end)
     return out

@@ -3,7 +3,8 @@
 A write stores the file, then brings its note in line (:mod:`.file_notes`: the text, cut at the note
 cap, unless the file is binary, empty or ignored); a delete retires the notes of the files it
 removed; a move retires those of a file it overwrites and repoints the moved ones
-(docs/memory-fabric.md, "Following the file").
+(docs/memory-fabric.md, "Following the file"). Each of them keeps the files' previous and new bytes
+as versions (:mod:`.file_history`: ``/history/files`` and ``/.afi/at/<instant>/files`` show them).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from afi.model import DeleteResult, Entry, Page, ReadResult
 from ..workspace.ignore import AFIIGNORE, AFIIGNORE_MAX_BYTES, check_afiignore
 from .base import Area, Listing, WriteOptions, check_etag
 from .entries import file_entry
+from .file_history import files_below, keep_before, keep_deleted, keep_moved, keep_written
 from .file_notes import file_written, files_deleted, files_moved
 from .locate import Node
 
@@ -54,8 +56,10 @@ class FilesArea(Area):
             check_etag(current, options.if_match)
         if node.rest == AFIIGNORE:
             check_afiignore(_after_write(space, node, data, options))
+        keep_before(space, [node.rest])
         info, full = space.workspace.write(node.rest, node.path, data, offset=options.offset, append=options.append,
                                            create_only=options.create_only)  # fmt: skip
+        keep_written(space, node.rest, full)
         file_written(space, node.rest, full)
         return file_entry(node.path, info)
 
@@ -63,13 +67,17 @@ class FilesArea(Area):
         return file_entry(node.path, space.workspace.mkdir(node.rest, node.path, parents=parents))
 
     def delete(self, space: Space, node: Node, *, recursive: bool) -> DeleteResult:
+        keep_before(space, files_below(space, node.rest))
         removed = space.workspace.delete(node.rest, node.path, recursive=recursive)
+        keep_deleted(space, removed)
         files_deleted(space, removed)
         return DeleteResult(deleted=max(1, len(removed)))
 
     def move(self, space: Space, src: Node, dst: Node, *, overwrite: bool) -> Entry:
         replaced = _file_at(space, dst) if overwrite else None
+        keep_before(space, files_below(space, src.rest) + ([replaced] if replaced is not None else []))
         info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
+        keep_moved(space, moved)
         files_moved(space, moved, [replaced] if replaced is not None and moved else [])
         return file_entry(dst.path, info)
 

@@ -128,7 +128,9 @@ def test_grep_r_and_find_name(mount: Mount) -> None:
     sh("mkdir -p files/g && echo 'needle-grep here' > files/g/one.txt && echo 'needle-grep' > facts/g.md", mount.path)
     found = sh("grep -rl needle-grep files facts", mount.path).stdout.split()
     assert sorted(found) == ["facts/g.md", "files/g/one.txt"]
-    assert sh("find . -name 'one.txt'", mount.path).stdout.split() == ["./files/g/one.txt"]
+    assert sh("find . -name 'one.txt' -type f", mount.path).stdout.split() == ["./files/g/one.txt"]
+    # the file's kept versions are a folder of the same name under /history/files
+    assert sh("find . -name 'one.txt' -type d", mount.path).stdout.split() == ["./history/files/g/one.txt"]
 
 
 def test_a_note_written_in_chunks_is_one_write(mount: Mount, store: tuple[Path, Path]) -> None:

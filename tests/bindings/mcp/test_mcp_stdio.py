@@ -99,7 +99,8 @@ def test_stdout_carries_nothing_but_protocol(store: tuple[Path, Path]) -> None:
         proc.stdin.close()
         rest = proc.stdout.read()
         proc.wait(30)
-    replies = [json.loads(line) for line in lines]
+    # requests are served concurrently, so replies may come in any order (JSON-RPC matches them by id)
+    replies = sorted((json.loads(line) for line in lines), key=lambda r: int(r["id"]))
     assert [r["id"] for r in replies] == [1, 2, 3] and all(r["jsonrpc"] == "2.0" for r in replies)
     assert json.loads(replies[2]["result"]["content"][0]["text"])["code"] == "not_found"
     assert rest == ""

@@ -50,7 +50,8 @@ def names(provider: MemoryProvider, path: str) -> list[str]:
 def test_each_instant_lists_and_reads_what_was_believed_then(history: tuple[MemoryProvider, dict[str, str]]) -> None:
     provider, t = history
     assert names(provider, f"/.afi/at/{t['before']}/facts") == []
-    assert names(provider, f"/.afi/at/{t['monday']}") == ["facts", "history", "procedures"]
+    at_monday = ["episodes", "facts", "files", "history", "procedures", "sessions"]
+    assert names(provider, f"/.afi/at/{t['monday']}") == at_monday
     assert names(provider, f"/.afi/at/{t['monday']}/facts") == ["deploy.md"]  # scratch.md: forgotten since
     assert b"zebra canary" in provider.read(OWNER, f"/.afi/at/{t['monday']}/facts/deploy.md").data
     assert names(provider, f"/.afi/at/{t['tuesday']}/facts") == ["deploy.md", "oncall.md"]
@@ -104,7 +105,8 @@ def test_search_at_an_instant_answers_from_that_instant_in_every_mode(
         ("/.afi/at/9999-12-31T23:59:59-05:00/facts", InvalidPath, "not an instant"),  # past year 9999 in UTC
         ("/.afi/at/0001-01-01T00:00:00+05:00/facts", InvalidPath, "not an instant"),
         ("/.afi/at/2026-13-45/facts", InvalidPath, "not an instant"),
-        ("/.afi/at/2026-11-30T10:00:00Z/files", NotFound, "keep no past yet"),
+        ("/.afi/at/2026-11-30T10:00:00Z/working", NotFound, "keep no past yet"),
+        ("/.afi/at/2026-11-30T10:00:00Z/files/nothing.txt", NotFound, "no such file or folder at this instant"),
         ("/.afi/at/2026-11-30T10:00:00Z/facts/a/b.md", NotFound, "flat"),
         ("/.afi/at/2026-11-30T10:00:00Z/facts/nothing.md", NotFound, "no such note"),
         ("/.afi/at/2026-11-30T10:00:00Z/facts/deploy.txt", NotFound, "<name>.md"),

@@ -56,6 +56,7 @@ def test_a_diff_names_what_was_added_changed_and_retired(tmp_path: Path, store_u
         "added": [],
         "changed": [],
         "retired": [],
+        "files": {"added": [], "changed": [], "deleted": []},
     }
     with pytest.raises(NotFound, match="no snapshot named"):
         provider.diff(OWNER, "sunday", "now")

@@ -3,7 +3,9 @@ on each store engine."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -113,3 +115,32 @@ def test_ledger_writes_need_write_scope_and_are_audited(provider: MemoryProvider
     verbs = [(row["verb"], row["result"]) for row in provider.audit_log(limit=3)]
     assert verbs == [("ledger.observe", "invalid_path"), ("ledger.rewrite", "invalid_path"),
                      ("ledger.append", "forbidden")]  # fmt: skip
+
+
+def test_the_ledger_at_an_instant_is_its_entries_stamped_by_then(provider: MemoryProvider) -> None:
+    provider.ledger_write(OWNER, "append", "s2", {"messages": [
+        {"role": "user", "text": "A later session: heron", "entry_id": "n1", "timestamp": "2026-03-01T00:00:00Z"},
+    ]})  # fmt: skip
+    obs_id = _obs(provider)  # stamped now
+    between = "/.afi/at/2026-01-01T00:00:30Z"
+    assert [e.path for e in provider.list(OWNER, f"{between}/sessions").entries] == [f"{between}/sessions/s1.md"]
+    text = provider.read(OWNER, f"{between}/sessions/s1.md").data.decode()
+    assert "[m1]" in text and "[m2]" not in text, "only the entries stamped by then"
+    assert provider.stat(OWNER, f"{between}/sessions/s1.md").attributes["permissions"] == "r"
+    with pytest.raises(NotFound, match="at that instant"):
+        provider.read(OWNER, f"{between}/sessions/s2.md")
+    assert provider.list(OWNER, f"{between}/episodes").entries == []
+    later = "/.afi/at/2026-06-01"
+    assert [e.path.rsplit("/", 1)[1] for e in provider.list(OWNER, f"{later}/sessions").entries] == ["s1.md", "s2.md"]
+    assert "[m2]" in provider.read(OWNER, f"{later}/sessions/s1.md").data.decode()
+    assert provider.list(OWNER, f"{later}/episodes").entries == [], "the observation was made today"
+    time.sleep(1.1)
+    now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    assert [e.path.rsplit("/", 1)[1] for e in provider.list(OWNER, f"/.afi/at/{now}/episodes").entries] == [
+        f"{obs_id}.md"
+    ]
+    hits = provider.search(OWNER, SearchRequest(path=between, query="canary")).matches
+    assert [m.path for m in hits] == [f"{between}/sessions/s1.md"]
+    assert provider.search(OWNER, SearchRequest(path=between, query="heron")).matches == []
+    with pytest.raises(Forbidden):
+        provider.write(OWNER, f"{between}/sessions/s1.md", b"rewritten")

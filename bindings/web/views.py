@@ -1,0 +1,196 @@
+"""What each page shows, gathered through the provider's own verbs for one caller (no second code path).
+
+Every function runs in a worker thread (the provider is synchronous) and returns the template's
+context; an :class:`~afi.errors.AfiError` from a verb goes to the page as it would to the API.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from afi.errors import AfiError, Unsupported
+from afi.model import Entry
+from afi.provider import AdminProvider, Caller, Provider
+
+from .markdown import ordered_fields, render_markdown, split_front_matter
+
+__all__ = ["audit", "browse", "href", "keys", "ledger", "parent", "timeline"]
+
+MAX_SHOWN_BYTES = 1024 * 1024  # a bigger file shows its first MiB
+MAX_VERSIONS = 50
+_AT = re.compile(r"^(/\.afi/at/[^/]+)(/.*)?$")
+_MESSAGE = re.compile(r"^\[(?P<id>[^\]]+)\] \((?P<at>[^)]*)\) (?P<role>[^:]+): (?P<text>.*)$")
+_LEDGER_LINE = re.compile(r"^> (?P<type>observation|reflection) (?P<ref>\S+) \((?P<at>[^)]*)\): (?P<text>.*)$")
+
+
+def href(view: str, **params: Any) -> str:
+    """The page URL of a view with its query parameters (None values left out)."""
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    return f"/ui/{view}" + (f"?{query}" if query else "")
+
+
+def parent(path: str) -> str:
+    return posixpath.dirname(path.rstrip("/")) or "/"
+
+
+def crumbs(path: str) -> list[tuple[str, str]]:
+    """The path's folders from the root down, each with its browse link."""
+    parts = [p for p in path.split("/") if p]
+    out = [("/", href("browse", path="/"))]
+    for i in range(len(parts)):
+        sub = "/" + "/".join(parts[: i + 1])
+        out.append((parts[i], href("browse", path=sub)))
+    return out
+
+
+def _writable(caller: Caller, entry: Entry) -> bool:
+    return caller.has("afi:write") and "w" in str(entry.attributes.get("permissions", ""))
+
+
+def _row(entry: Entry) -> dict[str, Any]:
+    name = posixpath.basename(entry.path) or "/"
+    return {
+        "name": name + ("/" if entry.type == "directory" else ""),
+        "path": entry.path,
+        "href": href("browse", path=entry.path),
+        "type": entry.type,
+        "size": entry.size if entry.type == "file" else None,
+        "mtime": entry.mtime,
+        "kind": entry.attributes.get("x-kind"),
+    }
+
+
+def browse(provider: Provider, caller: Caller, path: str, cursor: str | None) -> dict[str, Any]:
+    """A folder's entries (with sizes and times), or a file's page when the path is a file."""
+    entry = provider.stat(caller, path)
+    if entry.type != "directory":
+        return note(provider, caller, entry)
+    page = provider.list(caller, entry.path, limit=200, cursor=cursor)
+    area = entry.path.split("/")[1] if entry.path != "/" else ""
+    return {
+        "template": "browse.html",
+        "title": entry.path,
+        "path": entry.path,
+        "crumbs": crumbs(entry.path),
+        "rows": [_row(e) for e in page.entries],
+        "more": href("browse", path=entry.path, cursor=page.next_cursor) if page.next_cursor else None,
+        "can_create": _writable(caller, entry) and area in ("facts", "procedures", "working", "files"),
+        "at_root": entry.path == "/",
+    }
+
+
+def _history_prefix(path: str) -> str:
+    found = _AT.match(path)
+    return f"{found.group(1)}/history" if found else "/history"
+
+
+def timeline(provider: Provider, caller: Caller, path: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """The note's versions, newest first: itself, then each version it supersedes, read from /history."""
+    versions: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    prefix = _history_prefix(path)
+    current: dict[str, Any] | None = fields
+    while current and current.get("id") and len(versions) < MAX_VERSIONS and str(current["id"]) not in seen:
+        vid = str(current["id"])
+        seen.add(vid)
+        where = f"{prefix}/{vid}.md"
+        versions.append({
+            "id": vid, "href": href("browse", path=where), "valid_from": current.get("valid_from"),
+            "valid_to": current.get("valid_to"), "status": current.get("status"),
+            "here": where == path or not versions, "missing": False,
+        })  # fmt: skip
+        older = current.get("supersedes")
+        if not older:
+            break
+        try:
+            text = provider.read(caller, f"{prefix}/{older}.md", length=MAX_SHOWN_BYTES).data.decode("utf-8")
+        except (AfiError, UnicodeDecodeError):
+            versions.append({"id": str(older), "href": None, "missing": True, "here": False})
+            break
+        current = split_front_matter(text)[0]
+    return versions
+
+
+def _transcript(text: str) -> list[dict[str, str]]:
+    rows: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if not line or line.startswith("# "):
+            continue
+        found = _MESSAGE.match(line) or _LEDGER_LINE.match(line)
+        if found is None:
+            rows.append({"type": "scope" if line.startswith("> scope") else "other", "text": line.removeprefix("> ")})
+            continue
+        row = found.groupdict()
+        row.setdefault("type", "message")
+        rows.append(row)
+    return rows
+
+
+def note(provider: Provider, caller: Caller, entry: Entry) -> dict[str, Any]:
+    """A file's page: a note's fields, rendered content and versions; a transcript; or a file's text."""
+    result = provider.read(caller, entry.path, length=MAX_SHOWN_BYTES)
+    context: dict[str, Any] = {
+        "template": "note.html",
+        "title": entry.path,
+        "path": entry.path,
+        "entry": entry,
+        "crumbs": crumbs(parent(entry.path))[:],
+        "name": posixpath.basename(entry.path),
+        "can_edit": _writable(caller, entry),
+        "truncated": not result.eof,
+        "fields": [],
+        "versions": [],
+        "transcript": None,
+        "html": None,
+        "text": None,
+        "at_form": entry.path.startswith(("/facts/", "/procedures/", "/files/", "/history/")),
+        "history": _history_prefix(entry.path),
+    }
+    try:
+        text = result.data.decode("utf-8")
+    except UnicodeDecodeError:
+        return context  # bytes a page cannot show: the size and times only
+    context["text"] = text
+    if entry.path.startswith("/sessions/") or (entry.path.startswith("/.afi/at/") and "/sessions/" in entry.path):
+        context["transcript"] = _transcript(text)
+        return context
+    if entry.content_type.startswith("text/markdown") or entry.path.endswith(".md"):
+        fields, body = split_front_matter(text)
+        context["fields"] = ordered_fields(fields)
+        context["html"] = render_markdown(body)
+        if fields.get("id") and entry.attributes.get("x-kind") not in (None, "episode", "session"):
+            context["versions"] = timeline(provider, caller, entry.path, fields)
+    return context
+
+
+def ledger(provider: Provider, caller: Caller) -> dict[str, Any]:
+    """The ledger: its sessions (transcripts) and its observations (episodes)."""
+    sessions = provider.list(caller, "/sessions", limit=500)
+    episodes = provider.list(caller, "/episodes", limit=500)
+    return {
+        "template": "ledger.html",
+        "title": "Ledger",
+        "sessions": [_row(e) for e in sorted(sessions.entries, key=lambda e: e.mtime, reverse=True)],
+        "episodes": [_row(e) for e in sorted(episodes.entries, key=lambda e: e.mtime, reverse=True)],
+    }
+
+
+def _admin(provider: Provider) -> AdminProvider:
+    if not isinstance(provider, AdminProvider):
+        raise Unsupported("this provider keeps no audit log or keys")
+    return provider
+
+
+def audit(provider: Provider, caller: Caller, limit: int) -> dict[str, Any]:
+    """The audit log of the caller's space, newest first."""
+    rows = _admin(provider).audit_rows(caller, limit=limit)
+    return {"template": "audit.html", "title": "Audit log", "rows": rows, "limit": limit}
+
+
+def keys(provider: Provider, caller: Caller) -> dict[str, Any]:
+    """The keys of the caller's space (needs afi:admin)."""
+    rows = _admin(provider).keys_list(caller)
+    return {"template": "keys.html", "title": "API keys", "keys": rows}
