@@ -30,7 +30,8 @@ def diff(
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON")] = False,
 ) -> None:
     """Show the notes added, changed and retired, and the workspace files added, changed and deleted,
-    between two instants (or snapshots); exit 1 when nothing changed."""
+    between two instants (or snapshots). Exit status as diff(1): 0 when nothing changed, 1 when
+    something did, 2 on an error."""
     from afi.app.local import local_owner, open_provider
 
     with afi_errors():
@@ -47,7 +48,7 @@ def diff(
             for file in moved:
                 typer.echo(f"{mark} {file.path}  ({_sizes(file.size_before, file.size_after)})")
     files = found.files.added or found.files.changed or found.files.deleted
-    if not (found.added or found.changed or found.retired or files):
+    if found.added or found.changed or found.retired or files:
         raise typer.Exit(1)
 
 

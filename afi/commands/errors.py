@@ -22,5 +22,6 @@ def afi_errors() -> Iterator[None]:
         yield
     except AfiError as err:
         where = f"{err.path}: " if err.path else ""
-        stderr.print(f"afi: {where}{err.code}: {err.message}", markup=False)
+        # one line however narrow the terminal, so logs and grep keep the whole message together
+        stderr.print(f"afi: {where}{err.code}: {err.message}", markup=False, soft_wrap=True)
         raise typer.Exit(SSH_EXIT.get(err.code, 2)) from None

@@ -114,7 +114,7 @@ def test_the_mount_lists_and_cats_the_past(served: Served) -> None:
 def test_cli_diff_lists_files_and_gc_refuses_a_negative_count(served: Served) -> None:
     env = {"AFI_TOKEN": served.token}
     diff = afi("diff", served.monday, served.tuesday, "--json", db=served.db, env=env)
-    assert diff.returncode == 0, diff.stderr
+    assert diff.returncode == 1, diff.stderr  # as diff(1): something changed
     files = json.loads(diff.stdout)["files"]
     assert [c["path"] for c in files["added"]] == ["/files/budget.txt"]
     assert [c["path"] for c in files["changed"]] == ["/files/plans/todo.txt"]

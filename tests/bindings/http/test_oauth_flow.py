@@ -320,3 +320,29 @@ def test_a_mount_takes_an_oauth_token_as_its_caller(server: AfiServer, tmp_path:
     prepared = prepare_mount(tmp_path, server.db, server.root, got["access_token"], ro=True, subtree="/", timeout=5)
     assert prepared.caller.principal.startswith("grant_") and prepared.caller.scopes == frozenset({"afi:read"})
     assert prepared.caller.space == "default"
+
+
+def test_a_real_mount_with_an_oauth_token_reads_and_refuses_writes(server: AfiServer, tmp_path: Path) -> None:
+    """`afi mount --token FILE` with an OAuth access token: a real FUSE mount, the grant's principal."""
+    import os
+
+    from tests.support.cli import afi
+    from tests.support.fuse import afi_mount
+
+    got = tokens_for(server, scope="afi:read")
+    grant = KeyStore(server.db).authenticate(got["access_token"]).principal
+    assert grant.startswith("grant_")
+    token_file = tmp_path / "oauth.token"
+    token_file.write_text(got["access_token"] + "\n")
+    token_file.chmod(0o600)
+    with afi_mount(tmp_path / "mnt", server.db, server.root, "--token", str(token_file)) as mount:
+        facts = Path(mount.path) / "facts"
+        assert facts.is_dir() and isinstance(os.listdir(facts), list)
+        with pytest.raises(OSError):  # afi:read only: the mount refuses the write
+            (facts / "from-oauth.md").write_text("a grant for reading cannot write\n")
+    revoked = afi("token", "revoke", grant, db=server.db)
+    assert revoked.returncode == 0, revoked.stderr
+    mounting = afi_mount(tmp_path / "mnt2", server.db, server.root, "--token", str(token_file), timeout=20)
+    revoked_refusal = "unauthorized: the access token is unknown or was revoked"
+    with pytest.raises(RuntimeError, match=revoked_refusal), mounting:  # a revoked grant no longer mounts
+        pass

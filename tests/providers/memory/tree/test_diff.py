@@ -72,7 +72,7 @@ def test_afi_diff_prints_one_line_a_note_and_json(tmp_path: Path) -> None:
     afi("remember", "fact", "The oncall rota lives in the heron sheet", "--name", "oncall", db=db)
     afi("remember", "fact", "We deploy blue-green with an okapi gate", "--name", "deploy", db=db)
     text = afi("diff", "monday", "now", db=db)
-    assert text.returncode == 0, text.stderr
+    assert text.returncode == 1, text.stderr  # as diff(1): 1 when something changed
     lines = text.stdout.splitlines()
     assert lines[0].startswith("notes from ") and [line.split()[:2] for line in lines[1:]] == [
         ["+", "/facts/oncall.md"],
@@ -81,6 +81,6 @@ def test_afi_diff_prints_one_line_a_note_and_json(tmp_path: Path) -> None:
     body = json.loads(afi("diff", "monday", "--json", db=db).stdout)
     assert [c["path"] for c in body["added"]] == ["/facts/oncall.md"] and body["retired"] == []
     same = afi("diff", "now", "now", db=db)
-    assert same.returncode == 1  # like diff(1): nothing changed
+    assert same.returncode == 0 and same.stderr == ""  # as diff(1): 0 when nothing changed
     bad = afi("diff", "sunday", db=db)
     assert bad.returncode == 2 and "no snapshot named 'sunday'" in " ".join(bad.stderr.split())
