@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
 from afi.clients.mcp import McpClient
+from tests.support.doors import instant, served_doors
 from tests.support.fuse import afi_mount, needs_fuse
-from tests.support.ssh import OPTS, add_key, keygen, start_afi
+from tests.support.ssh import OPTS
 
 
-@dataclass
+@dataclass(frozen=True)
 class Served:
     http: str
     ssh_port: int
@@ -31,38 +30,13 @@ class Served:
     monday: str
 
 
-def _instant() -> str:
-    time.sleep(0.02)
-    moment = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    time.sleep(0.02)
-    return moment
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from afi.auth.keys import KeyStore
-
-    base = tmp_path_factory.mktemp("at-doors")
-    db, root = base / "afi.db", base / "files"
-    token = KeyStore(db).create(space="default", scopes=("afi:write",), name="writer")[1]
-    writer = next(k.id for k in KeyStore(db).list() if k.name == "writer")
-    ssh_key = keygen(base, "writer")
-    add_key(db, ssh_key.with_suffix(".pub"), api_key=writer)
-    store = ["--db", str(db), "--root", str(root)]
-    with (
-        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", *store], base / "xdg") as http,
-        start_afi(["ssh", "--port", "0", "--conn-rate", "0", "--cmd-rate", "0", *store], base / "xdg") as ssh,
-    ):
-        url = f"http://127.0.0.1:{http['http']}"
-        auth = {"Authorization": f"Bearer {token}"}
-        put = httpx.put(f"{url}/afi/write", params={"path": "/facts/deploy.md"}, headers=auth,
-                        content=b"We deploy with a zebra canary on Mondays")  # fmt: skip
-        put.raise_for_status()
-        monday = _instant()
-        put = httpx.put(f"{url}/afi/write", params={"path": "/facts/deploy.md"}, headers=auth,
-                        content=b"We deploy blue-green with an okapi gate now")  # fmt: skip
-        put.raise_for_status()
-        yield Served(url, ssh["ssh"], token, ssh_key, db, root, base, monday)
+    with served_doors(tmp_path_factory.mktemp("at-doors")) as doors:
+        doors.put("/facts/deploy.md", b"We deploy with a zebra canary on Mondays")
+        monday = instant()
+        doors.put("/facts/deploy.md", b"We deploy blue-green with an okapi gate now")
+        yield Served(doors.http, doors.ssh_port, doors.token, doors.ssh_key, doors.db, doors.root, doors.base, monday)
 
 
 def test_http_reads_and_searches_monday(served: Served) -> None:

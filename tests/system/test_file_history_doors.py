@@ -7,21 +7,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.cli import afi
+from tests.support.doors import instant, served_doors
 from tests.support.fuse import afi_mount, needs_fuse
-from tests.support.ssh import OPTS, add_key, keygen, start_afi
+from tests.support.ssh import OPTS
 
 
-@dataclass
+@dataclass(frozen=True)
 class Served:
     http: str
     ssh_port: int
@@ -33,43 +32,19 @@ class Served:
     tuesday: str
 
 
-def _instant() -> str:
-    time.sleep(0.02)
-    moment = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    time.sleep(0.02)
-    return moment
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from afi.auth.keys import KeyStore
-
-    base = tmp_path_factory.mktemp("file-history-doors")
-    db, root = base / "afi.db", base / "files"
-    token = KeyStore(db).create(space="default", scopes=("afi:write",), name="writer")[1]
-    writer = next(k.id for k in KeyStore(db).list() if k.name == "writer")
-    ssh_key = keygen(base, "writer")
-    add_key(db, ssh_key.with_suffix(".pub"), api_key=writer)
-    store = ["--db", str(db), "--root", str(root)]
-    with (
-        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", *store], base / "xdg") as http,
-        start_afi(["ssh", "--port", "0", "--conn-rate", "0", "--cmd-rate", "0", *store], base / "xdg") as ssh,
-    ):
-        url = f"http://127.0.0.1:{http['http']}"
-        auth = {"Authorization": f"Bearer {token}"}
-
-        def put(path: str, body: bytes) -> None:
-            httpx.put(f"{url}/afi/write", params={"path": path}, headers=auth, content=body).raise_for_status()
-
-        put("/files/plans/todo.txt", b"feed the zebra at noon\n")
-        put("/files/plans/budget.txt", b"one hundred okapis\n")
-        monday = _instant()
-        put("/files/plans/todo.txt", b"feed the heron at dusk\n")
-        httpx.post(f"{url}/afi/move", json={"from": "/files/plans/budget.txt", "to": "/files/budget.txt"},
-                   headers=auth).raise_for_status()  # fmt: skip
-        tuesday = _instant()
-        httpx.delete(f"{url}/afi/delete", params={"path": "/files/budget.txt"}, headers=auth).raise_for_status()
-        yield Served(url, ssh["ssh"], token, ssh_key, db, base, monday, tuesday)
+    with served_doors(tmp_path_factory.mktemp("file-history-doors")) as doors:
+        doors.put("/files/plans/todo.txt", b"feed the zebra at noon\n")
+        doors.put("/files/plans/budget.txt", b"one hundred okapis\n")
+        monday = instant()
+        doors.put("/files/plans/todo.txt", b"feed the heron at dusk\n")
+        httpx.post(f"{doors.http}/afi/move", json={"from": "/files/plans/budget.txt", "to": "/files/budget.txt"},
+                   headers=doors.auth).raise_for_status()  # fmt: skip
+        tuesday = instant()
+        httpx.delete(f"{doors.http}/afi/delete", params={"path": "/files/budget.txt"},
+                     headers=doors.auth).raise_for_status()  # fmt: skip
+        yield Served(doors.http, doors.ssh_port, doors.token, doors.ssh_key, doors.db, doors.base, monday, tuesday)
 
 
 def test_http_reads_and_refuses_the_past(served: Served) -> None:
