@@ -16,7 +16,7 @@ from typing import Any
 from afi.errors import InvalidPath
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time, check_name
+from ..fabric.fields import canonical_time, check_name
 from ..fabric.types import MemoryNote
 from ..ledger.records import MAX_ID_CHARS
 from ..snapshots import SNAPSHOT_NAME

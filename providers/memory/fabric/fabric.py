@@ -18,7 +18,8 @@ from .attach import Attachment, check_session
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
 from .errors import MemoryConflictError, MemoryValidationError
-from .memory import Memory, canonical_time, check_hex, normalize_consent, validate_fields
+from .fields import canonical_time, check_hex, validate_fields
+from .memory import Memory, normalize_consent
 from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
 from .store import iso_now

@@ -15,8 +15,9 @@ from itertools import islice
 from typing import Any
 
 from .errors import MemoryValidationError
+from .fields import canonical_time
 from .lexical import query_terms
-from .memory import HARD_TOP_K_CAP, FusionSettings, Memory, canonical_time
+from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .store import iso_now
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
 from .vectors import iso_to_epoch

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import yaml
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time
+from ..fabric.fields import canonical_time
 from .plan import bad_input
 
 __all__ = ["Markup", "parse_markup"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time
+from ..fabric.fields import canonical_time
 from .names import NameBook
 from .plan import ImportPlan, NoteItem, ReadLimits, bad_input, read_text
 

@@ -20,8 +20,8 @@ from afi.errors import AfiError, InvalidPath, NotFound, TooLarge
 from afi.paths import normalize
 from afi.provider import Caller
 
+from ..fabric.fields import validate_fields
 from ..fabric.lexical import normalize_note_text
-from ..fabric.memory import validate_fields
 from ..fabric.store import iso_now
 from ..provider import MemoryProvider
 from ..workspace.workspace import is_reserved

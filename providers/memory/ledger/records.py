@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time
+from ..fabric.fields import canonical_time
 
 __all__ = ["MAX_ID_CHARS", "MAX_TEXT_CHARS", "ROLES", "LedgerEntry", "Observation", "Reflection", "WorkScope"]
 

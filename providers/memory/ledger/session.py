@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from afi.storage.database import Connection
 
 from ..fabric.errors import MemoryConflictError, MemoryNotFoundError, MemoryValidationError
-from ..fabric.memory import canonical_time, check_hex
+from ..fabric.fields import canonical_time, check_hex
 from ..fabric.store import iso_now
 from .index import index_messages
 from .records import (

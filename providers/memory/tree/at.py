@@ -26,7 +26,7 @@ from afi.errors import InvalidPath, NotFound
 from afi.model import Entry, Page, ReadResult
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time
+from ..fabric.fields import canonical_time
 from ..horizon import check_horizon
 from .at_files import at_files_list, at_files_read, at_files_stat
 from .at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at

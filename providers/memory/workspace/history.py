@@ -23,7 +23,7 @@ from afi.errors import InvalidPath, NotFound, TooLarge
 from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.memory import canonical_time
+from ..fabric.fields import canonical_time
 from .file_index import INDEX_MAX_BYTES
 from .quota import format_size, parse_size
 
