@@ -20,29 +20,15 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from afi.auth.keys import KeyStore
 from afi.storage.database import open_database
 from tests.support.servers import AfiServer, start_afi_serve
 
-from .test_oauth_flow import REDIRECT, _fields, _pkce, approve, bearer, register, stat, tokens_for
+from .test_oauth_flow import REDIRECT, _fields, _pkce, approve, oauth_server, register, stat, tokens_for
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    base = tmp_path_factory.mktemp("oauthattack")
-    db, root = base / "afi.db", base / "files"
-    keys = KeyStore(db)
-    tokens = {
-        "admin": keys.create(space="default", scopes=("afi:admin",), name="admin")[1],
-        "writer": keys.create(space="default", scopes=("afi:write",), name="writer")[1],
-        "other-admin": keys.create(space="other", scopes=("afi:admin",), name="other admin")[1],
-    }
-    keys.close()
-    (root / "default").mkdir(parents=True)
-    with start_afi_serve(db, root) as running:
-        running.tokens = tokens
-        httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=b"hello\n",
-                  headers=bearer(tokens["writer"])).raise_for_status()  # fmt: skip
+    with oauth_server(tmp_path_factory.mktemp("oauthattack"), b"hello\n") as running:
         yield running
 
 

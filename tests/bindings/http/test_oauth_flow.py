@@ -8,6 +8,7 @@ then the refusal matrix, refresh rotation, revocation and resource binding, over
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import re
 import secrets
@@ -35,9 +36,10 @@ from tests.support.servers import AfiServer, start_afi_serve
 REDIRECT = "http://127.0.0.1:9/callback"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    base = tmp_path_factory.mktemp("oauth")
+@contextlib.contextmanager
+def oauth_server(base: Path, hello: bytes) -> Iterator[AfiServer]:
+    """``afi serve`` on a new store with an admin, a writer and another space's admin key (by those
+    names in ``tokens``), and ``/files/hello.txt`` holding ``hello``."""
     db, root = base / "afi.db", base / "files"
     keys = KeyStore(db)
     tokens = {
@@ -49,8 +51,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     (root / "default").mkdir(parents=True)
     with start_afi_serve(db, root) as running:
         running.tokens = tokens
-        httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=b"hello oauth\n",
-                  headers={"Authorization": f"Bearer {tokens['writer']}"}).raise_for_status()  # fmt: skip
+        httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=hello,
+                  headers=bearer(tokens["writer"])).raise_for_status()  # fmt: skip
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
+    with oauth_server(tmp_path_factory.mktemp("oauth"), b"hello oauth\n") as running:
         yield running
 
 
