@@ -20,7 +20,7 @@ from afi.errors import InvalidPath
 from afi.provider import Caller
 from afi.storage.database import Database
 
-from .fabric.fabric import _retire_at
+from .fabric.fabric import retire_at
 from .fabric.rows import iso_now
 from .fabric.types import MemoryNote
 from .timeline import Progress, notes_at, past_instant
@@ -118,7 +118,7 @@ def _apply(space: Space, plan: RestorePlan, then: dict[tuple[str, str], MemoryNo
     for path in plan.retired:  # first, so a name renamed away and back is free again
         ending = now[by_path[path]]
         stamp = iso_now()
-        cut = _retire_at(stamp, ending.valid_from or ending.created_at)
+        cut = retire_at(stamp, ending.valid_from or ending.created_at)
         memory.store.update_note(memory.scope, ending.model_copy(update={"valid_to": cut, "updated_at": stamp}))
         done += 1
         _tell(progress, "notes", done, total)

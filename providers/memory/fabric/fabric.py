@@ -30,7 +30,7 @@ from .working import append_block, check_label, read_blocks, set_block, tombston
 if TYPE_CHECKING:
     from ..ledger.conversation import ConversationResult
 
-__all__ = ["MemoryFabric", "create_memory_fabric"]
+__all__ = ["MemoryFabric", "create_memory_fabric", "retire_at"]
 
 _VALID_NOW = "(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
 
@@ -181,7 +181,7 @@ class MemoryFabric:
             return note
         if plan.action == "supersede" and plan.target is not None:
             old = plan.target
-            cut = _retire_at(now, old.valid_from or old.created_at)
+            cut = retire_at(now, old.valid_from or old.created_at)
             store.update_note(scope, old.model_copy(update={"valid_to": cut, "updated_at": now}))
             incoming = incoming.model_copy(
                 update={
@@ -386,7 +386,7 @@ def _observational(source: Any) -> bool:
     return callable(getattr(source, "observation", None)) and callable(getattr(source, "reflection", None))
 
 
-def _retire_at(now: str, started: str) -> str:
+def retire_at(now: str, started: str) -> str:
     """A superseded row's ``valid_to``: now, but never at or before the row's start, so no validity
     window is empty (a note written and superseded within one millisecond stays readable ``as_of``
     its creation)."""
