@@ -128,8 +128,8 @@ def test_failed_supersede_leaves_nothing_half_written(fabric: MemoryFabric, monk
 
 
 def test_a_row_superseded_within_its_first_millisecond_keeps_a_window() -> None:
-    from afi.providers.memory.fabric.fabric import _retire_at
+    from afi.providers.memory.fabric.fabric import retire_at
 
     start = "2026-01-01T00:00:00.000Z"
-    assert _retire_at(start, start) == "2026-01-01T00:00:00.001Z"
-    assert _retire_at("2026-01-01T00:00:00.005Z", start) == "2026-01-01T00:00:00.005Z"
+    assert retire_at(start, start) == "2026-01-01T00:00:00.001Z"
+    assert retire_at("2026-01-01T00:00:00.005Z", start) == "2026-01-01T00:00:00.005Z"
