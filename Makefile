@@ -23,6 +23,11 @@ system-deps:
 		echo "installing system packages: $(SYSTEM_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(SYSTEM_PACKAGES); }
+	@# Node.js runs MCP Inspector (npx) in the tests; any Node.js that ships npx will do.
+	@command -v npx >/dev/null 2>&1 || { \
+		echo "installing Node.js for npx"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from afi.auth.oauth.client_metadata import ClientMetadataPolicy
 from afi.auth.oauth.issuer import IssuerConfig
 from afi.auth.oauth.server import AfiAuthorizationServer
 from afi.bindings.http.oauth import mount_oauth
@@ -19,7 +20,10 @@ from afi.storage.database import open_database
 __all__ = ["mount_auth"]
 
 
-def mount_auth(app: FastAPI, db: Path | str, *, space: str | None, issuer: IssuerConfig | None, builtin: bool) -> None:
+def mount_auth(
+    app: FastAPI, db: Path | str, *, space: str | None, issuer: IssuerConfig | None, builtin: bool,
+    client_metadata: ClientMetadataPolicy | None = None,
+) -> None:  # fmt: skip
     """Given the app, its store and ``afi serve``'s options, serve the authorization server it asks for."""
     if issuer is not None:
         mount_oauth(app, None, issuer=issuer.issuer)
@@ -27,5 +31,7 @@ def mount_auth(app: FastAPI, db: Path | str, *, space: str | None, issuer: Issue
     server = None
     if builtin:
         spaces = {space} if space else None
-        server = AfiAuthorizationServer(open_database(db), default_space=space or "default", allowed_spaces=spaces)
+        server = AfiAuthorizationServer(
+            open_database(db), default_space=space or "default", allowed_spaces=spaces, client_metadata=client_metadata
+        )
     mount_oauth(app, server)

@@ -11,7 +11,7 @@ import errno
 import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
+from afi.auth.oauth.client_metadata import ClientMetadataPolicy
 from afi.auth.oauth.issuer import IssuerConfig
 from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
@@ -54,6 +55,7 @@ class AppSpec:
     tool_names: str = "both"
     issuer: IssuerConfig | None = None  # accept this identity provider's JWTs (afi serve --issuer)
     oauth: bool = True  # serve the built-in authorization server (without an issuer)
+    client_metadata: ClientMetadataPolicy = field(default_factory=ClientMetadataPolicy)  # CIMD fetches
 
     def build(self) -> tuple[FastAPI, MemoryProvider]:
         """Open the provider over the store and return the app serving it, with the provider."""
@@ -62,7 +64,9 @@ class AppSpec:
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
         mount_web(app, provider)
-        mount_auth(app, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth)
+        mount_auth(
+            app, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth, client_metadata=self.client_metadata
+        )
         if self.mcp:
             names: Any = self.tool_names
             http = mcp_http(

@@ -15,6 +15,7 @@ import typer
 
 from ..auth.door import is_loopback_host
 from ..auth.keys import KeyStore
+from ..auth.oauth.client_metadata import ClientMetadataPolicy
 from ..auth.oauth.issuer import IssuerConfig
 from ..storage.database import is_postgres_url
 from .errors import afi_errors, stderr
@@ -32,6 +33,18 @@ WORKERS_HELP = (
 ISSUER_HELP = (
     "Accept JWT access tokens of this identity provider (keys from its JWKS); the protected-resource "
     "metadata names it instead of the built-in authorization server. API keys keep working"
+)
+CLIENT_METADATA_HELP = (
+    "Accept OAuth clients whose client_id is the https URL of their metadata document (CIMD), fetched by "
+    "this server from public addresses only"
+)
+ALLOW_HOST_HELP = (
+    "Fetch client metadata documents from this host even though it resolves to a loopback, private or "
+    "otherwise non-public address (repeatable; for internal deployments)"
+)
+CA_HELP = (
+    "A PEM file of CA certificates trusted, beside the usual public CAs, when fetching client metadata "
+    "documents (an internal CA, a self-signed test certificate). SSL_CERT_FILE is not read for these fetches"
 )
 MAX_CONNECTIONS_HELP = "Open connections per process; more are answered 503 (default: the descriptor limit - 256)"
 
@@ -88,6 +101,13 @@ def serve(
         str | None, typer.Option("--space-claim", help="The JWT claim naming a token's space [default: the server's]")
     ] = None,
     scope_claim: Annotated[str, typer.Option("--scope-claim", help="The JWT claim holding a token's scopes")] = "scope",
+    client_metadata: Annotated[
+        bool, typer.Option("--client-metadata/--no-client-metadata", help=CLIENT_METADATA_HELP)
+    ] = True,
+    allow_hosts: Annotated[
+        list[str] | None, typer.Option("--client-metadata-allow-host", help=ALLOW_HOST_HELP, show_default=False)
+    ] = None,
+    metadata_ca: Annotated[Path | None, typer.Option("--client-metadata-ca", help=CA_HELP, show_default=False)] = None,
 ) -> None:
     """Serve the memory over HTTP/JSON (routes /afi/…, manifest at /.afi/manifest.json, docs at /docs) and MCP
     (Streamable HTTP at /mcp)."""
@@ -98,6 +118,7 @@ def serve(
     if workers > 1 and mcp and mcp_stateless is False:
         _refuse("--mcp-stateful needs --workers 1: a session lives in the memory of the worker that opened it")
     issued = _issuer(issuer, audience, space_claim, scope_claim, space)
+    documents = _client_metadata(client_metadata, allow_hosts or [], metadata_ca)
     db_path = resolve_db(db)
     with afi_errors():
         keys = KeyStore(db_path)
@@ -115,7 +136,9 @@ def serve(
     # a replica on PostgreSQL may be one of several behind a load balancer: no MCP session lives in
     # one process's memory unless asked for (--mcp-stateful, with the balancer's sticky sessions)
     stateless = mcp_stateless if mcp_stateless is not None else (workers > 1 or is_postgres_url(str(db_path)))
-    spec = AppSpec(db_path, root_path, space, rate, burst, mcp, stateless, tool_names, issued, oauth)
+    spec = AppSpec(
+        db_path, root_path, space, rate, burst, mcp, stateless, tool_names, issued, oauth, client_metadata=documents
+    )
     listen = Listen(host, port, header_timeout, body_timeout, max_connections)
     if workers > 1:
         with afi_errors():
@@ -151,6 +174,21 @@ def _issuer(
     if not audience:
         _refuse("--issuer needs --audience: the value the issuer puts in its tokens' aud claim for this server")
     return IssuerConfig(issuer.rstrip("/"), audience, space_claim, scope_claim, space or "default")
+
+
+def _client_metadata(enabled: bool, hosts: list[str], ca_file: Path | None) -> ClientMetadataPolicy:
+    """Check the client-metadata options; return the policy they make."""
+    if not enabled and (hosts or ca_file):
+        _refuse("--client-metadata-allow-host and --client-metadata-ca have no use with --no-client-metadata")
+    allowed = frozenset(host.strip().strip("[]").lower() for host in hosts)
+    if any(not host or "/" in host or " " in host for host in allowed):
+        _refuse("--client-metadata-allow-host takes a host name or address, not a URL")
+    policy = ClientMetadataPolicy(enabled, allowed, str(ca_file) if ca_file else None)
+    try:
+        policy.tls()
+    except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
+        _refuse(f"--client-metadata-ca {ca_file}: not a readable PEM file of CA certificates ({err})")
+    return policy
 
 
 def _keep_owner_token(db: Path | str) -> None:

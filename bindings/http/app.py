@@ -19,10 +19,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from afi.auth.door import Door, InvalidToken
+from afi.auth.oauth.resource import advertised_scopes
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Internal, InvalidPath, NotFound, Unauthorized
 from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
-from afi.provider import SCOPES, Caller, Provider
+from afi.provider import Caller, Provider
 
 from ..offload import offload, search_lane
 from .docs import add_docs
@@ -345,7 +346,7 @@ def create_app(
             {
                 "resource": base + (f"/spaces/{space}" if space else ""),
                 "resource_name": "afi-memory",
-                "scopes_supported": list(SCOPES),
+                "scopes_supported": advertised_scopes(request.app),
                 "bearer_methods_supported": ["header"],
                 **named_servers(request.app, base),
             }

@@ -1,6 +1,7 @@
 """The owner's consent page for the built-in authorization server: one Jinja2 template, escaped.
 
-It names the client (as it calls itself, and its id), the redirect URI the browser goes back to, the
+It names the client (as it calls itself, and its id; for a client known by its metadata document,
+the host that publishes it), the redirect URI the browser goes back to, the
 space, the resource and the scopes asked. Approving needs an admin key (or the owner's token,
 ``afi auth token``) pasted into a password field and sent in the POST body, never in a URL, or,
 while the server has no key at all, the local owner on loopback. No script runs on the page; its
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 
 from jinja2 import Environment
 
-__all__ = ["CSRF_COOKIE", "consent_headers", "render_consent"]
+__all__ = ["CSRF_COOKIE", "consent_headers", "render_consent", "render_refusal"]
 
 CSRF_COOKIE = "afi_oauth_csrf"
 _SOURCE = re.compile(r"^[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.\-\[\]:]+)?$")
@@ -26,7 +27,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>Allow {{ client_name }}? · afi-memory</title>
 <link rel="stylesheet" href="/ui/static/app.css">
 </head>
@@ -36,6 +37,8 @@ _TEMPLATE = """<!DOCTYPE html>
 {% if problem %}<p class="error" role="alert">{{ problem }}</p>{% endif %}
 <dl>
 <dt>Client</dt><dd>{{ client_name }} <code>{{ client_id }}</code></dd>
+{% if document_host %}<dt>Described by</dt><dd>its metadata document, published by <strong>{{ document_host }}</strong>
+at <code>{{ client_id }}</code> (the name above is what that document says)</dd>{% endif %}
 <dt>Sends you back to</dt><dd><code>{{ redirect_uri }}</code></dd>
 <dt>Space</dt><dd><code>{{ space }}</code></dd>
 <dt>Resource</dt><dd><code>{{ resource }}</code></dd>
@@ -57,13 +60,31 @@ delete notes and files){% elif scope == "afi:read" %} (read and search){% endif 
 </html>
 """
 
+_REFUSAL = """<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Client refused · afi-memory</title>
+<link rel="stylesheet" href="/ui/static/app.css"></head>
+<body><main id="main" class="consent">
+<h1>This client cannot be authorized</h1>
+<p class="error" role="alert">{{ problem }}</p>
+<p>Nothing was granted. Tell the client's publisher, or ask this server's operator.</p>
+</main></body>
+</html>
+"""
+
 _ENV = Environment(autoescape=True)
 _PAGE = _ENV.from_string(_TEMPLATE)
+_REFUSED = _ENV.from_string(_REFUSAL)
 
 
 def render_consent(**fields: Any) -> str:
     """The page, every value escaped."""
     return _PAGE.render(**fields)
+
+
+def render_refusal(problem: str) -> str:
+    """The page for an authorization request whose client cannot be used (its metadata document)."""
+    return _REFUSED.render(problem=problem)
 
 
 def _source(uri: str) -> str:
@@ -83,6 +104,8 @@ def consent_headers(redirect_uri: str) -> dict[str, str]:
         "Content-Security-Policy": policy,
         "X-Frame-Options": "DENY",
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
+        # same-origin, not no-referrer: under no-referrer a browser posts the form with ``Origin: null``,
+        # which the origin check must refuse; no Referer leaves for the client's site either way.
+        "Referrer-Policy": "same-origin",
         "Cache-Control": "no-store",
     }

@@ -4,6 +4,9 @@
   reached (the same base the protected-resource metadata names, so a client's checks agree);
 - ``/oauth/register`` (RFC 7591), ``/oauth/authorize`` (code + PKCE S256), ``/oauth/token``,
   ``/oauth/revoke`` (RFC 7009): the MCP SDK's handlers over :class:`~afi.auth.oauth.server.AfiAuthorizationServer`;
+- a client id that is an https URL names the client's metadata document (CIMD), fetched under
+  :mod:`afi.auth.oauth.client_metadata`'s limits; one that cannot be used is ``invalid_client``
+  (a page for a browser at ``/oauth/authorize``), never a 500;
 - ``/oauth/consent``: the owner's page (:mod:`.consent`). Its form is protected by a one-time token
   held in a ``SameSite=Strict`` cookie, in the form and beside the pending request; an approval
   needs an admin key (or the owner's token), checked and rate-limited at the door like any key.
@@ -17,6 +20,7 @@ import hmac
 import secrets
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
@@ -24,7 +28,6 @@ from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationHandler
 from mcp.server.auth.handlers.token import TokenHandler
-from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.provider import construct_redirect_uri
 from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.shared.auth import OAuthMetadata
@@ -34,12 +37,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from afi.auth.door import Door
+from afi.auth.oauth.client_auth import HashedSecretAuthenticator
+from afi.auth.oauth.client_metadata import ClientMetadataError, is_document_client
 from afi.auth.oauth.resource import named_servers
 from afi.auth.oauth.server import BASE_URL, CONSENT_PATH, GRANTABLE, AfiAuthorizationServer
 from afi.errors import AfiError, Forbidden
 from afi.provider import Caller
 
-from .consent import CSRF_COOKIE, consent_headers, render_consent
+from .consent import CSRF_COOKIE, consent_headers, render_consent, render_refusal
 
 __all__ = ["AS_METADATA_PATH", "OAuthRoutes", "mount_oauth", "named_servers"]
 
@@ -58,7 +63,7 @@ class OAuthRoutes:
     def __init__(self, server: AfiAuthorizationServer) -> None:
         self.server = server
         options = ClientRegistrationOptions(enabled=True, valid_scopes=list(GRANTABLE), default_scopes=list(GRANTABLE))
-        authenticator = ClientAuthenticator(server)
+        authenticator = HashedSecretAuthenticator(server)
         self._authorize = AuthorizationHandler(server)
         self._token = TokenHandler(server, authenticator)
         self._register = RegistrationHandler(server, options)
@@ -68,9 +73,9 @@ class OAuthRoutes:
         return [
             Route(AS_METADATA_PATH, self.metadata, methods=["GET"]),
             Route("/oauth/authorize", self.authorize, methods=["GET", "POST"]),
-            Route("/oauth/token", self._token.handle, methods=["POST"]),
+            Route("/oauth/token", self.token, methods=["POST"]),
             Route("/oauth/register", self.register, methods=["POST"]),
-            Route("/oauth/revoke", self._revoke.handle, methods=["POST"]),
+            Route("/oauth/revoke", self.revoke, methods=["POST"]),
             Route(CONSENT_PATH, self.consent_page, methods=["GET"]),
             Route(CONSENT_PATH, self.consent_answer, methods=["POST"]),
         ]
@@ -91,6 +96,7 @@ class OAuthRoutes:
                 "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
                 "revocation_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
                 "authorization_response_iss_parameter_supported": True,
+                "client_id_metadata_document_supported": self.server.documents.policy.enabled,
             }
         )
         return await MetadataHandler(metadata).handle(request)
@@ -107,11 +113,39 @@ class OAuthRoutes:
         return await self._register.handle(request)
 
     async def authorize(self, request: Request) -> Response:
+        params = request.query_params if request.method == "GET" else await request.form()
+        problem = await self._document_problem(request, params.get("client_id"))
+        if problem is not None:  # no redirect: the redirect URIs are the document's, which is not usable
+            if "text/html" in request.headers.get("accept", ""):
+                return HTMLResponse(render_refusal(problem), status_code=400, headers=consent_headers("about:blank"))
+            return _invalid_client(problem, 400)
         reset = BASE_URL.set(_base(request))
         try:
             return await self._authorize.handle(request)
         finally:
             BASE_URL.reset(reset)
+
+    async def token(self, request: Request) -> Response:
+        problem = await self._document_problem(request, (await request.form()).get("client_id"))
+        return _invalid_client(problem, 401) if problem is not None else await self._token.handle(request)
+
+    async def revoke(self, request: Request) -> Response:
+        problem = await self._document_problem(request, (await request.form()).get("client_id"))
+        return _invalid_client(problem, 401) if problem is not None else await self._revoke.handle(request)
+
+    async def _document_problem(self, request: Request, client_id: object) -> str | None:
+        """Why a URL client id's metadata document cannot be used, or None (also for other client ids).
+        Each such request may fetch: it is rate-limited by address (``afi serve --rate``) like registration."""
+        if not isinstance(client_id, str) or not is_document_client(client_id):
+            return None
+        door: Door = request.app.state.afi
+        if door.rate_limit is not None:
+            door.rate_limit.check(f"addr:{request.client.host if request.client else 'unknown'}")
+        try:
+            await self.server.document_client(client_id)
+        except ClientMetadataError as err:
+            return str(err)
+        return None
 
     # -- the consent page --------------------------------------------------------------------
 
@@ -162,6 +196,11 @@ class OAuthRoutes:
             return await self._page(
                 request, request_id, client_id, data, expected, err.message, _STATUS.get(err.code, 403)
             )
+        try:
+            await self.server.keep_document_client(client_id)
+        except ClientMetadataError as err:
+            problem = f"The client's metadata document can no longer be used: {err}"
+            return await self._page(request, request_id, client_id, data, expected, problem, 400)
         try:
             code, data = await anyio.to_thread.run_sync(self.server.approve, request_id, approver.principal)
         except ValueError:
@@ -222,9 +261,14 @@ class OAuthRoutes:
             client_name=(client.client_name if client and client.client_name else "An unnamed client"),
             client_id=client_id, redirect_uri=data["redirect_uri"], space=data["space"], resource=data["resource"],
             scopes=data["scopes"], action=CONSENT_PATH, request_id=request_id, csrf=csrf, problem=problem,
-            keyless=keyless,
+            keyless=keyless, document_host=urlsplit(client_id).hostname if is_document_client(client_id) else None,
         )  # fmt: skip
         return HTMLResponse(html, status_code=status, headers=consent_headers(data["redirect_uri"]))
+
+
+def _invalid_client(problem: str, status: int) -> JSONResponse:
+    error = {"error": "invalid_client", "error_description": problem}
+    return JSONResponse(error, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 def _gone() -> HTMLResponse:

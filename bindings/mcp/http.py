@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from afi.auth.door import Door, InvalidToken, is_loopback_origin
-from afi.auth.oauth.resource import named_servers
+from afi.auth.oauth.resource import advertised_scopes, named_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
 from afi.provider import SCOPES, Caller
@@ -227,7 +227,7 @@ class McpHttp:
         body = {
             "resource": resource,
             "resource_name": "afi-memory (MCP)",
-            "scopes_supported": list(SCOPES),
+            "scopes_supported": advertised_scopes(request.app),
             "bearer_methods_supported": ["header"],
             **named_servers(request.app, base),
         }

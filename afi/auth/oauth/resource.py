@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["SPACE_NAME", "Resource", "authority", "named_servers", "same_authority"]
+from ...provider import SCOPES
+
+__all__ = ["SPACE_NAME", "Resource", "advertised_scopes", "authority", "named_servers", "same_authority"]
 
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _PATH = re.compile(r"^(?:/spaces/(?P<space>[^/]+))?(?:/mcp)?/?$")
@@ -84,3 +86,13 @@ def named_servers(app: Any, base: str) -> dict[str, list[str]]:
     if issuer is not None:
         return {"authorization_servers": [str(issuer)]}
     return {"authorization_servers": [base]} if getattr(app.state, "afi_oauth", False) else {}
+
+
+def advertised_scopes(app: Any) -> list[str]:
+    """The ``scopes_supported`` of RFC 9728 metadata for ``app``: the scopes an authorization request
+    for this resource may ask for. The built-in authorization server grants read and write only (admin
+    stays with API keys), and MCP clients register asking for every listed scope, so listing admin
+    there would have them refused at registration; otherwise every scope a key or token can carry."""
+    if getattr(app.state, "afi_issuer", None) is None and getattr(app.state, "afi_oauth", False):
+        return list(SCOPES[:2])
+    return list(SCOPES)

@@ -6,7 +6,9 @@ decides: the resource asked (RFC 8707) must be this server and names the grant's
 ``afi:read`` and ``afi:write`` are granted; ``authorize`` grants nothing by itself but parks the
 request and sends the browser to the owner's consent page; a code or a refresh token works once (a
 second use of either revokes its grant: it was stolen or replayed); revoking any token revokes its
-grant. Every grant, refusal and revocation is in the audit log.
+grant. Every grant, refusal and revocation is in the audit log. A client registers (its secret kept
+as a SHA-256, checked by :mod:`.client_auth`) or is known by its metadata document's URL
+(:mod:`.client_metadata`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from ...provider import Caller
 from ...storage.database import Database
 from ..audit import AuditLog
+from .client_metadata import ClientMetadataDocuments, ClientMetadataError, ClientMetadataPolicy, is_document_client
 from .resource import Resource
-from .store import ACCESS_SECONDS, CODE_SECONDS, REQUEST_SECONDS, Kind, OAuthStore
+from .store import ACCESS_SECONDS, CODE_SECONDS, REQUEST_SECONDS, Kind, OAuthStore, digest
 
 __all__ = ["BASE_URL", "CONSENT_PATH", "GRANTABLE", "AfiAuthorizationServer"]
 
@@ -67,13 +70,19 @@ class AfiAuthorizationServer:
         database: the store.
         default_space: the space a resource without ``/spaces/<space>`` names (``afi serve --space``).
         allowed_spaces: when given, only these spaces may be granted.
+        client_metadata: whether and how client ID metadata documents are fetched (on by default).
     """
 
-    def __init__(self, database: Database, *, default_space: str = "default", allowed_spaces: Any = None) -> None:
+    def __init__(
+        self, database: Database, *, default_space: str = "default", allowed_spaces: Any = None,
+        client_metadata: ClientMetadataPolicy | None = None,
+    ) -> None:  # fmt: skip
         self.store = OAuthStore(database)
         self.audit = AuditLog(database)
         self.default_space = default_space
         self.allowed_spaces: frozenset[str] | None = frozenset(allowed_spaces) if allowed_spaces else None
+        self.documents = ClientMetadataDocuments(client_metadata or ClientMetadataPolicy(), GRANTABLE)
+        self.store.hash_client_secrets()  # records of older versions held secrets in plain text
 
     def record(self, who: str, space: str, verb: str, client_id: str, result: str, grant_id: str = "") -> None:
         """One audit row for the authorization server (a grant, a refusal, a revocation)."""
@@ -83,8 +92,43 @@ class AfiAuthorizationServer:
     # -- clients -----------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_document_client(client_id):
+            try:
+                return await self.document_client(client_id)
+            except ClientMetadataError:
+                return None
         info = await anyio.to_thread.run_sync(self.store.client, client_id)
         return OAuthClientInformationFull.model_validate(info) if info is not None else None
+
+    async def document_client(self, url: str) -> OAuthClientInformationFull:
+        """The client a metadata document describes (fetched, or cached), its redirect URIs checked.
+
+        Raises:
+            ClientMetadataError: documents are off, or this one cannot be fetched or used.
+        """
+        client = await self.documents.client(url)
+        uris = [str(uri) for uri in client.redirect_uris or ()]
+        if len(uris) > MAX_REDIRECT_URIS:
+            raise ClientMetadataError(f"the metadata document lists over {MAX_REDIRECT_URIS} redirect URIs")
+        problem = next(filter(None, map(_redirect_problem, uris)), None)
+        if problem is not None:
+            raise ClientMetadataError(f"the metadata document's redirect_uris: {problem}")
+        return client
+
+    async def keep_document_client(self, client_id: str) -> None:
+        """Record a client known by its metadata document as the owner approves it, so it is listed.
+
+        Raises:
+            ClientMetadataError: its document can no longer be fetched or used.
+        """
+        if is_document_client(client_id):
+            client = await self.document_client(client_id)
+            info = {**client.model_dump(mode="json", exclude_none=True), "client_id_metadata_document": True}
+            await anyio.to_thread.run_sync(self.store.keep_client, client_id, info)
+
+    async def client_secret_digest(self, client_id: str) -> str | None:
+        """The SHA-256 of a registered client's secret (:mod:`.client_auth`), or None."""
+        return await anyio.to_thread.run_sync(self.store.client_secret_digest, client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         if len(client_info.redirect_uris or ()) > MAX_REDIRECT_URIS:
@@ -96,6 +140,8 @@ class AfiAuthorizationServer:
             if problem is not None:
                 raise RegistrationError("invalid_redirect_uri", problem)
         info = client_info.model_dump(mode="json", exclude_none=True)
+        if "client_secret" in info:  # shown once in the registration's answer, kept only as its SHA-256
+            info["client_secret_sha256"] = digest(str(info.pop("client_secret")))
         if len(json.dumps(info)) > MAX_CLIENT_METADATA:
             raise RegistrationError(
                 "invalid_client_metadata", f"the client's metadata is over {MAX_CLIENT_METADATA // 1024} KiB"

@@ -1,8 +1,10 @@
 """The built-in authorization server's state, in the store (tables ``oauth_clients``, ``oauth_grants``,
 ``oauth_tokens``; SQLite step 7, PostgreSQL step 6).
 
-A **client** is what registered (RFC 7591), kept as its registration JSON. A **grant** is the owner's
-approval: one client, one space, scopes, and the resource (RFC 8707) every token of it is bound to.
+A **client** is what registered (RFC 7591), kept as its registration JSON with its secret's SHA-256
+in place of the secret (or, for a client known by its metadata document, that document's fields).
+A **grant** is the owner's approval: one client, one space, scopes, and the resource (RFC 8707)
+every token of it is bound to.
 Every secret is kept as its SHA-256 only, in ``oauth_tokens``, with its kind: a pending consent
 ``request`` (no grant yet), a single-use authorization ``code``, an ``access`` token, a ``refresh``
 token (single use: rotated at each refresh). Revoking a grant ends all of its tokens at once.
@@ -48,6 +50,11 @@ Kind = Literal["request", "code", "access", "refresh"]
 def digest(secret: str) -> str:
     """The SHA-256 a secret is kept as."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _ago(seconds: float) -> str:
+    """The instant ``seconds`` ago, as the table's times are written."""
+    return datetime.fromtimestamp(time.time() - seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _now() -> str:
@@ -106,18 +113,24 @@ class OAuthStore:
     # -- clients -----------------------------------------------------------------------------
 
     def add_client(self, client_id: str, info: dict[str, Any]) -> bool:
-        """Keep a registered client; first drop the never-approved ones older than a day. False when the
-        store already holds :data:`MAX_CLIENTS` clients (registration is refused)."""
-        cutoff = datetime.fromtimestamp(time.time() - UNUSED_CLIENT_SECONDS, UTC).isoformat().replace("+00:00", "Z")
+        """Keep a registered client; first drop the never-approved ones older than a day. At
+        :data:`MAX_CLIENTS`, the oldest never-approved client whose consent could no longer be pending
+        makes room, so a flood of registrations cannot lock real clients out for a day; False (refused)
+        only when every client is approved or still within its consent window."""
+        cutoff = _ago(UNUSED_CLIENT_SECONDS)
+        unused = "client_id NOT IN (SELECT client_id FROM oauth_grants)"
         with self._db.transaction() as conn:
-            conn.execute(
-                "DELETE FROM oauth_clients WHERE created_at < ? AND client_id NOT IN "
-                "(SELECT client_id FROM oauth_grants)",
-                (cutoff,),
-            )
+            conn.execute(f"DELETE FROM oauth_clients WHERE created_at < ? AND {unused}", (cutoff,))
             count = int(conn.execute("SELECT count(*) FROM oauth_clients").fetchone()[0])
             if count >= MAX_CLIENTS:
-                return False
+                oldest = conn.execute(
+                    f"SELECT client_id FROM oauth_clients WHERE created_at < ? AND {unused} "
+                    "ORDER BY created_at LIMIT ?",
+                    (_ago(REQUEST_SECONDS), count - MAX_CLIENTS + 1),
+                ).fetchall()
+                if len(oldest) < count - MAX_CLIENTS + 1:
+                    return False
+                conn.executemany("DELETE FROM oauth_clients WHERE client_id = ?", [(row[0],) for row in oldest])
             conn.execute(
                 "INSERT INTO oauth_clients (client_id, info, created_at) VALUES (?, ?, ?)",
                 (client_id, json.dumps(info, sort_keys=True), _now()),
@@ -129,6 +142,48 @@ class OAuthStore:
         with self._db.read() as conn:
             row = conn.execute("SELECT info FROM oauth_clients WHERE client_id = ?", (client_id,)).fetchone()
         return json.loads(row[0]) if row is not None else None
+
+    def keep_client(self, client_id: str, info: dict[str, Any]) -> None:
+        """Keep (or refresh) the record of a client the owner approves that did not register: one known
+        by its metadata document, so it is listed (``afi token clients``) beside its grants."""
+        with self._db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO oauth_clients (client_id, info, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
+                (client_id, json.dumps(info, sort_keys=True), _now()),
+            )
+
+    def client_secret_digest(self, client_id: str) -> str | None:
+        """The SHA-256 of a client's secret, or None when it has none. A record kept before secrets were
+        hashed (its ``client_secret`` in plain text) is rewritten with the digest here."""
+        info = self.client(client_id)
+        if info is None:
+            return None
+        if "client_secret" in info:
+            self.hash_client_secrets()
+            return digest(str(info["client_secret"]))
+        kept = info.get("client_secret_sha256")
+        return str(kept) if kept else None
+
+    def hash_client_secrets(self) -> int:
+        """Replace every client secret kept in plain text (records of older versions) by its SHA-256;
+        return how many records changed."""
+        changed = 0
+        with self._db.transaction() as conn:
+            rows = conn.execute(
+                "SELECT client_id, info FROM oauth_clients WHERE info LIKE ?", ('%"client_secret":%',)
+            ).fetchall()
+            for client_id, text in rows:
+                info = json.loads(text)
+                if "client_secret" not in info:
+                    continue
+                info["client_secret_sha256"] = digest(str(info.pop("client_secret")))
+                conn.execute(
+                    "UPDATE oauth_clients SET info = ? WHERE client_id = ?",
+                    (json.dumps(info, sort_keys=True), client_id),
+                )
+                changed += 1
+        return changed
 
     # -- grants ------------------------------------------------------------------------------
 

@@ -46,7 +46,15 @@ def test_protected_resource_metadata(afi_server: AfiServer) -> None:
     meta = httpx.get(afi_server.url + "/.well-known/oauth-protected-resource").json()
     assert meta["resource"] == afi_server.url
     assert meta["bearer_methods_supported"] == ["header"]
-    assert set(meta["scopes_supported"]) == {"afi:read", "afi:write", "afi:admin"}
+    # The scopes an authorization request may ask for: the built-in server grants read and write only,
+    # and a client registering for every listed scope must not be refused (MCP Inspector does that).
+    assert meta["authorization_servers"] == [afi_server.url]
+    assert set(meta["scopes_supported"]) == {"afi:read", "afi:write"}
+    registered = httpx.post(
+        afi_server.url + "/oauth/register",
+        json={"redirect_uris": ["http://127.0.0.1:6276/cb"], "scope": " ".join(meta["scopes_supported"])},
+    )
+    assert registered.status_code == 201, registered.text
     spaced = httpx.get(afi_server.url + "/.well-known/oauth-protected-resource/spaces/other").json()
     assert spaced["resource"] == afi_server.url + "/spaces/other"
 

@@ -37,11 +37,13 @@ REDIRECT = "http://127.0.0.1:9/callback"
 
 
 @contextlib.contextmanager
-def oauth_server(base: Path, hello: bytes) -> Iterator[AfiServer]:
-    """``afi serve`` on a new store with an admin, a writer and another space's admin key (by those
-    names in ``tokens``), and ``/files/hello.txt`` holding ``hello``."""
-    db, root = base / "afi.db", base / "files"
-    keys = KeyStore(db)
+def oauth_server(base: Path, hello: bytes, *args: str, db: str | None = None) -> Iterator[AfiServer]:
+    """``afi serve`` (with ``args``) on a new store (``db``, else a SQLite file in ``base``) with an admin,
+    a writer and another space's admin key (by those names in ``tokens``), and ``/files/hello.txt``
+    holding ``hello``."""
+    store: Path | str = db if db is not None else base / "afi.db"
+    root = base / "files"
+    keys = KeyStore(store)
     tokens = {
         "admin": keys.create(space="default", scopes=("afi:admin",), name="admin")[1],
         "writer": keys.create(space="default", scopes=("afi:write",), name="writer")[1],
@@ -49,7 +51,7 @@ def oauth_server(base: Path, hello: bytes) -> Iterator[AfiServer]:
     }
     keys.close()
     (root / "default").mkdir(parents=True)
-    with start_afi_serve(db, root) as running:
+    with start_afi_serve(store, root, *args) as running:
         running.tokens = tokens
         httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=hello,
                   headers=bearer(tokens["writer"])).raise_for_status()  # fmt: skip
@@ -142,6 +144,16 @@ class _Storage:
 
 
 def test_the_mcp_sdk_client_registers_gets_consent_and_reads(server: AfiServer) -> None:
+    _sdk_flow(server)
+
+
+def test_the_same_flow_on_postgresql(tmp_path: Path, pg_store_url: str) -> None:
+    """The grants, codes and tokens live in the store: on PostgreSQL as on SQLite."""
+    with oauth_server(tmp_path, b"hello oauth\n", db=pg_store_url) as running:
+        _sdk_flow(running)
+
+
+def _sdk_flow(server: AfiServer) -> None:
     answered: list[AuthorizationCodeResult] = []
 
     async def redirect_handler(url: str) -> None:
