@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["BUSY_TIMEOUT_MS", "JOURNAL_SIZE_LIMIT", "MMAP_SIZE", "Connections", "configure"]
+__all__ = ["BUSY_TIMEOUT_MS", "JOURNAL_SIZE_LIMIT", "MMAP_SIZE", "WAL_AUTOCHECKPOINT_PAGES", "Connections", "configure"]
 
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 64 << 20  # a WAL grown by one large write shrinks back to this after a checkpoint
@@ -23,14 +23,21 @@ JOURNAL_SIZE_LIMIT = 64 << 20  # a WAL grown by one large write shrinks back to 
 # other processes, that cache was cold nearly every time. The mapped pages are the OS page cache's,
 # counted in a process's resident memory but shared by every connection and process.
 MMAP_SIZE = 256 << 20
+# A committing writer copies the WAL back into the store file (and syncs both) once the WAL holds this
+# many pages. A remember with its two FTS5 indexes writes ~23 pages, most of them pages the previous
+# ones wrote too: at SQLite's default of 1,000 that was a checkpoint every ~43 notes, about 0.3 ms a note
+# at 100k notes; at 4,000 (16 MB) about 0.2 ms. Durability is unchanged: a commit is in the WAL either way.
+WAL_AUTOCHECKPOINT_PAGES = 4000
 
 
 def configure(conn: sqlite3.Connection, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, wal: bool = True) -> None:
-    """Set what every connection of the store needs: the busy timeout, WAL, a bounded journal, the memory map."""
+    """Set what every connection of the store needs: the busy timeout, WAL (checkpointed every
+    ``WAL_AUTOCHECKPOINT_PAGES``), a bounded journal, the memory map."""
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if wal:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
 

@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pgvector import HalfVector
 
 from afi.errors import Conflict, InvalidPath
-from afi.providers.memory.fabric.pg_vectors import ensure_hnsw
 from afi.providers.memory.fabric.vector_bytes import pack_vector, unpack_vector
 from afi.providers.memory.ledger.index import index_messages
 from afi.storage.database import Connection, Database, is_postgres_url, open_database, store_label
+from afi.storage.pg_vector_form import HNSW_PREFIX, VectorForm, column_value, settle_vector_form
 
 __all__ = ["TABLES", "CopyPlan", "TableCheck", "copy_store", "verify_copy"]
 
@@ -133,15 +132,16 @@ def _shared_columns(src: Database, dst: Database, spec: TableCopy) -> list[str]:
     return columns
 
 
-def _to_engine(value: Any, dialect: str, column: str = VECTOR_COLUMN) -> Any:
+def _to_engine(value: Any, dialect: str, column: str = VECTOR_COLUMN, form: VectorForm = "halfvec") -> Any:
     """A value as the destination engine keeps it (only embeddings differ: SQLite's packed bytes
-    against PostgreSQL's ``halfvec``, both at half precision, so exact; other bytes are bytes on both)."""
+    against PostgreSQL's ``halfvec`` or ``sparsevec`` (``form``), all at half precision, so exact;
+    other bytes are bytes on both)."""
     if isinstance(value, memoryview):
         value = bytes(value)
     if column != VECTOR_COLUMN:
         return value
     if isinstance(value, bytes) and dialect == "postgresql":
-        return HalfVector(unpack_vector(value))
+        return column_value(unpack_vector(value), form)
     if hasattr(value, "to_numpy") and dialect == "sqlite":
         return pack_vector(value.to_numpy())
     return value
@@ -202,15 +202,16 @@ def _check_empty(dst: Database, done: dict[str, tuple[list[Any], int]]) -> None:
             )
 
 
-def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]],
+            form: VectorForm = "halfvec") -> None:  # fmt: skip
     if dialect == "postgresql" and not spec.replace and spec.name != "meta":
         # an empty destination (checked) and keys past the last batch: no row can conflict, so COPY
         raw = conn.raw  # type: ignore[attr-defined]  # the PostgreSQL engine's psycopg connection
         with raw.cursor() as cursor, cursor.copy(f"COPY {spec.name} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
-                copy.write_row([_to_engine(v, dialect, c) for v, c in zip(row, columns, strict=True)])
+                copy.write_row([_to_engine(v, dialect, c, form) for v, c in zip(row, columns, strict=True)])
     else:
-        _upsert(conn, dialect, spec, columns, rows)
+        _upsert(conn, dialect, spec, columns, rows, form)
     if spec.name == "ledger_entries":
         at = {c: i for i, c in enumerate(columns)}
         messages = [(row[at["seq"]], f"s{row[at['session_key']]}", row[at["text"]]) for row in rows
@@ -218,7 +219,8 @@ def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str],
         index_messages("postgresql" if dialect == "postgresql" else "sqlite", conn, messages)
 
 
-def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]],
+            form: VectorForm = "halfvec") -> None:  # fmt: skip
     marks = ", ".join("?" * len(columns))
     if spec.replace:
         sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in spec.key)
@@ -226,7 +228,8 @@ def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str],
     else:  # SQLite names no implicit rowid as a conflict target: there any conflict is the row itself
         conflict = "ON CONFLICT DO NOTHING"
     sql = f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({marks}) {conflict}"
-    conn.executemany(sql, [tuple(_to_engine(v, dialect, c) for v, c in zip(row, columns, strict=True)) for row in rows])
+    conn.executemany(sql, [tuple(_to_engine(v, dialect, c, form) for v, c in zip(row, columns, strict=True))
+                           for row in rows])  # fmt: skip
 
 
 # Built once after a PostgreSQL bulk load rather than kept up to date row by row during it.
@@ -253,16 +256,16 @@ def _defer_indexes(dst: Database) -> None:
 
 
 def _rebuild_indexes(dst: Database) -> None:
-    """Build the indexes set aside, and the HNSW index for the embedder the copied ``meta`` names
-    (so the first replica to open the store does not build it)."""
+    """Build the indexes set aside, and the HNSW index for the embedder the copied ``meta`` names, in
+    the form it calls for (so the first replica to open the store does not build it)."""
     with dst.transaction() as conn:
         conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-        for _name, definition in conn.execute(f"SELECT name, definition FROM {_DEFERRED_TABLE}").fetchall():
+        for name, definition in conn.execute(f"SELECT name, definition FROM {_DEFERRED_TABLE}").fetchall():
+            if str(name).startswith(HNSW_PREFIX):  # made again below, for the form the copied embedder calls for
+                continue
             conn.execute(str(definition).replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
         conn.execute(f"DROP TABLE {_DEFERRED_TABLE}")
-        dims = conn.execute("SELECT value FROM meta WHERE key = 'dims'").fetchone()
-        if dims is not None:
-            ensure_hnsw(conn, int(dims[0]))
+        settle_vector_form(conn)
 
 
 def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
@@ -282,7 +285,12 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
     copied: dict[str, int] = {}
     if dst.dialect == "postgresql":
         _defer_indexes(dst)
+    form: VectorForm = "halfvec"
     for spec in TABLES:
+        if spec.name == "notes" and dst.dialect == "postgresql":
+            # the copied meta names the embedder: its vectors' form (the HNSW index is built at the end)
+            with dst.transaction() as conn:
+                form = settle_vector_form(conn, index=False)
         columns = _shared_columns(src, dst, spec)
         total = _count(src, spec.name)
         after, count = done.get(spec.name, (None, 0))
@@ -293,7 +301,7 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
             after = [rows[-1][i] for i in key_at]
             count += len(rows)
             with dst.transaction() as conn:
-                _insert(conn, dst.dialect, spec, columns, rows)
+                _insert(conn, dst.dialect, spec, columns, rows, form)
                 conn.execute(
                     f"INSERT INTO {PROGRESS_TABLE} (source, tbl, last_key, copied) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (source, tbl) DO UPDATE SET last_key = excluded.last_key, copied = excluded.copied",

@@ -3,7 +3,8 @@
 The tables are the SQLite store's, in PostgreSQL's words: ``rowid`` is an identity column where the
 SQLite table has an implicit one; the FTS5 tables become a generated ``tsvector`` with a GIN index
 (notes, ledger messages) and ``gin_trgm_ops`` indexes on the text grep reads (pg_trgm); embeddings are
-pgvector ``halfvec`` values (step 2; the SQLite store keeps the same half-precision components).
+pgvector ``halfvec`` values (step 2; the SQLite store keeps the same half-precision components), or
+``sparsevec`` for a sparse embedder's (step 7, :mod:`.pg_vector_form`).
 Every text column is ``COLLATE "C"``: listings, cursors and validity windows compare bytes, as
 SQLite does, whatever the database's locale.
 
@@ -22,6 +23,7 @@ from typing import Any
 import psycopg
 
 from .migrations import VERSION_TABLE, Applied, refuse_newer
+from .pg_vector_form import settle_vector_form
 
 __all__ = ["LATEST", "STEPS", "PgStep", "applied_pg_steps", "ensure_postgres_schema", "migrate_postgres", "pg_version"]
 
@@ -208,6 +210,25 @@ _HALF_PRECISION = """
 ALTER TABLE notes ALTER COLUMN embedding TYPE halfvec USING embedding::halfvec;
 """
 
+# BM25 here reads which lexemes a note holds and how many (pg_lexical): never their positions.
+# Both GIN indexes of a note take new entries into a pending list of at most 64 kB (PostgreSQL's
+# smallest), merged into the index when it fills: a trigram insert costs about 0.7 ms instead of
+# 1.8 ms, and a search reads at most those 64 kB beside the index (the 4 MB default made searches slow)
+_LEXEMES_ONLY = """
+ALTER TABLE notes DROP COLUMN lexical;
+ALTER TABLE notes ADD COLUMN lexical tsvector GENERATED ALWAYS AS (strip(to_tsvector('english'::regconfig,
+    coalesce(content, '') || ' ' || coalesce(tags, '') || ' ' || coalesce(keywords, '') || ' '
+    || coalesce(context, '')))) STORED;
+CREATE INDEX notes_lexical ON notes USING gin (lexical) WITH (gin_pending_list_limit = 64);
+ALTER INDEX notes_rendered_folded_trgm SET (fastupdate = on, gin_pending_list_limit = 64);
+"""
+
+
+def _compact_notes(conn: psycopg.Connection[Any]) -> None:
+    _sql(_LEXEMES_ONLY)(conn)
+    settle_vector_form(conn)  # a store of the hash embedder's vectors: sparsevec, and its HNSW index again
+    conn.execute("ANALYZE notes")  # BM25 reads the common lexemes' counts from the column's statistics
+
 
 STEPS: tuple[PgStep, ...] = (
     PgStep(1, "initial layout", _initial_layout),
@@ -221,6 +242,9 @@ STEPS: tuple[PgStep, ...] = (
     PgStep(5, "file history", _sql(_FILE_HISTORY)),
     # the built-in OAuth authorization server: clients, grants, hashed secrets (SQLite step 7)
     PgStep(6, "oauth", _sql(_OAUTH)),
+    # 2.85 KB a note instead of 4.5 KB (20k notes): the hash embedder's vectors as sparsevec
+    # (afi.storage.pg_vector_form), the lexical tsvector without positions; cheaper GIN inserts
+    PgStep(7, "compact notes", _compact_notes),
 )
 LATEST = len(STEPS)
 

@@ -21,16 +21,15 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pgvector import HalfVector
 
 from afi.storage import applied_steps
 from afi.storage.database import Connection, open_database
+from afi.storage.pg_vector_form import VectorForm, column_value, settle_vector_form
 from afi.storage.postgres_schema import applied_pg_steps
 
 from .errors import MemoryValidationError
 from .lexical import TermStats, bm25_rowids, fts_query
 from .pg_lexical import PgTermStats, pg_bm25_rowids
-from .pg_vectors import ensure_hnsw
 from .render import render_note
 from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
 from .types import MemoryNote, Scope
@@ -53,9 +52,11 @@ class Store:
         self.term_stats = TermStats()
         self.pg_term_stats = PgTermStats()
         self._check_embedder(embedder_name, dims)
+        # on PostgreSQL: sparsevec for a sparse embedder, halfvec otherwise (afi.storage.pg_vector_form)
+        self.vector_form: VectorForm = "halfvec"
         if self.postgres:
             with self.write() as conn:
-                ensure_hnsw(conn, dims)
+                self.vector_form = settle_vector_form(conn)
 
     # -- connections and transactions ------------------------------------------------------
 
@@ -151,9 +152,9 @@ class Store:
 
     def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
         """An embedding as the engine keeps it, at half precision: :func:`pack_vector`'s bytes in SQLite,
-        a ``halfvec`` in PostgreSQL."""
+        a ``halfvec`` or ``sparsevec`` in PostgreSQL."""
         array = np.asarray(embedding, dtype=np.float32)
-        return HalfVector(array) if self.postgres else pack_vector(array)
+        return column_value(array, self.vector_form) if self.postgres else pack_vector(array)
 
     def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """Rows whose last column is an embedding, that column as SQLite keeps it on either engine

@@ -1,8 +1,8 @@
 """How an embedding is kept on disk in a SQLite store: half precision, and sparse when that is smaller.
 
 Both engines keep each component at half precision (IEEE binary16; PostgreSQL's column is pgvector's
-``halfvec``), so a copy between them is exact and a vector scores the same on either. A row is
-written in whichever of two forms is smaller:
+``halfvec``, or ``sparsevec`` for the hash embedder), so a copy between them is exact and a vector
+scores the same on either. A row is written in whichever of two forms is smaller:
 
 - **sparse** (``b"s"``, the dims, then the indexes of the non-zero components, as little-endian
   ``uint16``, and their values as ``float16``): the hash embedder's rows hold about 21 non-zero

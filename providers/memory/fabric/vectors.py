@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .fold_search import reachable_rows
 from .store import Store
 from .types import NOTE_KINDS, Scope
 from .vector_bytes import unpack_vector
@@ -34,8 +35,6 @@ _FULL_RELOAD_AT = 5_000
 # a bound computed in float64 from float32 rows may be off by a few ulps; rows this close to the
 # threshold are kept and scored exactly
 _BOUND_SLACK = 1e-4
-# past this many rows left to score one by one, scoring every row through the postings is cheaper
-_MAX_PRUNED = 512
 # new rows are scored densely until this many, then folded into the postings
 _TAIL_MERGE_AT = 256
 
@@ -224,8 +223,9 @@ class VectorIndex:
         return self._allowed(slice(0, self.size), kinds, as_of, require_consent)
 
     def _allowed(self, at: Any, kinds: Sequence[str], as_of: float, require_consent: bool) -> npt.NDArray[np.bool_]:
-        codes = [_KIND_CODE[kind] for kind in kinds]
-        mask = self.live[at] & np.isin(self.kind[at], codes) & ~self.blocked[at]
+        wanted = np.zeros(len(NOTE_KINDS) + 1, dtype=bool)  # the last slot answers code -1 (unknown kind)
+        wanted[[_KIND_CODE[kind] for kind in kinds]] = True
+        mask = self.live[at] & wanted[self.kind[at]] & ~self.blocked[at]
         mask &= (self.valid_from[at] <= as_of) & (self.valid_to[at] > as_of)
         mask &= (self.consent[at] == 1) if require_consent else (self.consent[at] != 2)
         out: npt.NDArray[np.bool_] = mask
@@ -322,9 +322,9 @@ class VectorIndex:
         """Return ``(rowid, cosine)`` of the (up to ``limit``) recallable rows, as ``mask`` decides,
         whose cosine is at least ``threshold``, most similar first; the cosine is the plain dot product.
 
-        Exact, yet it scores only the rows that share enough of the query's dimensions to reach the
-        threshold (see ``_pruned``), the rows added or changed since the postings were built, and, when
-        that prunes too little, every row through the postings.
+        Exact, yet it scores only the rows whose postings show they may reach the threshold (see
+        ``_pruned``) and the rows added or changed since the postings were built; every row only for a
+        dense query or a threshold of zero or less.
         """
         n = self.size
         if n == 0:
@@ -356,29 +356,12 @@ class VectorIndex:
         return found
 
     def _pruned(self, query: npt.NDArray[np.float32], floor: float) -> npt.NDArray[np.int64] | None:
-        """Return the built slots that share enough of the query's dimensions to reach ``floor``
-        (None when that prunes too little and every row is better scored).
-
-        By Cauchy-Schwarz a row's cosine is at most ``sqrt(m) * |r|``, where m is the query's squared
-        mass on the dimensions the row also has; so a row needs m >= floor^2 / max|r|^2, hence at least
-        as many shared dimensions as the query's heaviest ones take to reach that mass. Counting shared
-        dimensions is one unweighted bincount over the query's postings.
-        """
+        """Return the built slots that may reach ``floor`` (see :func:`reachable_rows`), or None for a
+        query too dense for postings or a floor too low to prune (every row is then scored)."""
         assert self._sparse is not None
-        indptr, rows, _ = self._sparse
-        dims = np.flatnonzero(query)
-        if floor <= 0 or len(dims) == 0 or len(dims) > self.dims // 4:
+        if floor <= 0 or np.count_nonzero(query) > self.dims // 4:
             return None
-        mass = np.sort(query[dims].astype(np.float64) ** 2)[::-1]
-        need = floor * floor / max(self._max_norm2, 1e-12)
-        shared = int(np.searchsorted(np.cumsum(mass), need * (1 - 1e-9))) + 1
-        if shared > len(dims):
-            return np.zeros(0, dtype=np.int64)
-        if shared < 2:
-            return None
-        hits = np.concatenate([rows[indptr[d] : indptr[d + 1]] for d in dims])
-        picked = np.flatnonzero(np.bincount(hits, minlength=self._built) >= shared)
-        return None if len(picked) > _MAX_PRUNED else picked
+        return reachable_rows(self._sparse, self._built, query, floor, self._max_norm2)
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """Return the cosine of the query to each known rowid."""

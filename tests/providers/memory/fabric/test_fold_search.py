@@ -134,3 +134,61 @@ def test_a_rolled_back_write_leaves_no_phantom_rows_in_the_index(tmp_path: Path)
     with memory.index.lock:
         assert ghost.id not in memory.index.slot_of
     memory.close()
+
+
+def _postings(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, cols = np.nonzero(matrix)
+    order = np.argsort(cols, kind="stable")
+    indptr = np.zeros(matrix.shape[1] + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(cols, minlength=matrix.shape[1]))
+    return indptr, rows[order].astype(np.int32), matrix[rows[order], cols[order]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reachable_rows_never_drops_a_row_that_reaches_the_floor(seed: int) -> None:
+    from afi.providers.memory.fabric.fold_search import reachable_rows
+
+    rng = np.random.default_rng(seed)
+    dims, n = 64, 3000
+    # sparse rows of mixed sign and norm, a few dimensions in nearly every row, and planted near-copies
+    matrix = np.where(rng.random((n, dims)) < 0.12, rng.normal(size=(n, dims)), 0.0).astype(np.float32)
+    matrix[:, :3] += np.where(rng.random((n, 3)) < 0.9, rng.random((n, 3)) * 3, 0.0).astype(np.float32)
+    queries = [np.where(rng.random(dims) < 0.15, rng.normal(size=dims), 0.0) for _ in range(40)]
+    for i, query in enumerate(queries[:20]):
+        matrix[rng.integers(n)] = query + rng.normal(size=dims) * 0.05 * (query != 0)
+        queries[i] = query
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6) * rng.uniform(0.8, 1.2, (n, 1))
+    matrix = matrix.astype(np.float32)
+    max_norm2 = float(np.einsum("ij,ij->i", matrix, matrix).max())
+    postings = _postings(matrix)
+    for query in queries:
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        sims = matrix @ query
+        for floor in (0.2, 0.5, 0.85, 0.99):
+            got = reachable_rows(postings, n, query, floor, max_norm2)
+            assert set(np.flatnonzero(sims >= floor)) <= set(got.tolist())
+            assert list(got) == sorted(got)
+
+
+def test_words_every_note_holds_do_not_make_the_fold_search_score_every_note(tmp_path: Path) -> None:
+    """A query weighted on words every note holds cannot be pruned by counting shared dimensions (two
+    of them nearly reach the bound, and a fifth of the notes share a third); the rarest-first prefix
+    and the bound that follows still leave only a handful of notes to score."""
+    memory = create_memory(tmp_path / "m.db", tenant_id="a", resource_id="b", thread_id="c")
+    fabric = create_memory_fabric(memory, consolidate=False)
+    rng = random.Random(5)
+    vocabulary = [f"w{i}" for i in range(150)]
+    with memory.store.write():
+        for _ in range(3000):
+            fabric.remember(kind="fact", content="alpha beta " + " ".join(rng.sample(vocabulary, 6)))
+    fabric.recall("alpha")  # builds the postings
+    index = memory.index
+    query = memory.embedder.embed(["alpha alpha alpha beta beta " + " ".join(rng.sample(vocabulary, 6))])[0]
+    with index.lock:
+        index.refresh()
+        assert index._built == index.size == 3000
+        pruned = index._pruned(query, 0.85 - 1e-4)
+        assert pruned is not None and len(pruned) <= 32  # was: None, and all 3,000 rows were scored
+        want = {int(index.rowids[i]) for i in np.flatnonzero((index.matrix[:3000] @ query) >= 0.85)}
+        assert {r for r, _ in index.above(query, 0.85, ["fact"], time.time(), False, limit=1000)} == want
+    memory.close()
