@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .search import _OBJECTS, _SUBJECTS, _VERBS, _WHEN, note_text  # the search bench's corpus
+from ._search_corpus import _OBJECTS, _SUBJECTS, _VERBS, _WHEN, note_text  # the search bench's corpus
 
 __all__ = [
     "COUNTERS",

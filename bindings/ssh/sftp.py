@@ -93,9 +93,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
 
     async def _written_attrs(self, handle: Handle) -> SFTPAttrs:
         """A file open for writing shows as stored: a note gains its front matter, and sshfs and the kernel
-        keep the size a stat reports (a read right after the save stops there), so what was written is
-        stored first, as for a read."""
-        if handle.dirty and handle.buffer and not handle.local and not handle.refused:
+        keep the size a stat reports (a read right after the save stops there), so a note's text is stored
+        first, as for a read. A workspace file is stored byte for byte: its size is what was written, and
+        an ``ls -l`` during a copy stores nothing (a copy that then dies leaves no half file behind)."""
+        note = not handle.path.startswith("/files/")
+        if note and handle.dirty and handle.buffer and not handle.local and not handle.refused:
             try:
                 await self._commit(handle)
             except asyncssh.SFTPError:

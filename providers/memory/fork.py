@@ -33,6 +33,7 @@ from afi.storage.database import Database
 from .fabric.rows import note_from_row
 from .fabric.types import MemoryNote
 from .fabric.vector_bytes import unpack_vector
+from .horizon import horizon, raise_horizon
 from .timeline import KINDS, Progress, contents, missing_space, parse_target, past_instant
 from .tree.at_files import files_at
 from .tree.file_notes import file_written
@@ -76,6 +77,10 @@ def fork_space(database: Database, spaces: Spaces, dest: str, source: str, calle
     for snapshot in snapshots:
         dst.snapshots.create(snapshot.name, snapshot.at)
     files = _copy_files(src, dst, at, progress)
+    cut = horizon(database, target.space)
+    if cut is not None:  # the copied past is what the source kept: no more exact before its horizon
+        with database.transaction() as conn:
+            raise_horizon(conn, dest, cut)
     return ForkResult(target.space, dest, at, versions, blocks, len(snapshots), files)
 
 

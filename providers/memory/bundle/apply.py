@@ -28,6 +28,7 @@ from afi.errors import Conflict
 from afi.storage.database import Connection, Database
 
 from ..fabric.embedders import Embedder
+from ..horizon import raise_horizon
 from ..ledger.index import index_messages
 from ..ledger.session import _WRITE_LOCK
 from ..workspace.file_index import INDEX_MAX_BYTES, _index_text
@@ -160,6 +161,8 @@ def apply_space(database: Database, space: Space, name: str, root: Path, prepare
                          [(name, *row) for row in data.snapshots])  # fmt: skip
         _ledger(database, conn, name, data)
         _files(database, conn, name, root, prepared)
+        if data.horizon is not None:
+            raise_horizon(conn, name, data.horizon)
     restore_versions(database, name, data.files)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from afi.storage.database import Database
 
 from ..fabric.types import MemoryNote
+from ..horizon import horizon
 from ..spaces import SPACE_NAME
 from ..workspace.file_index import TEMP_PREFIX
 from .history import collect_versions
@@ -58,6 +59,7 @@ def collect_space(space: Space, name: str, as_of: str | None) -> SpaceData:
     notes = memory.store.select_notes(memory.scope, where, params, order="seq")
     data = SpaceData(name, notes=notes if as_of is None else _as_then(memory.store, memory.scope, notes, as_of))
     database = memory.store.database
+    data.horizon = horizon(database, name)
     scope = (memory.scope.tenant_id, memory.scope.resource_id, memory.scope.thread_id)
     with database.read() as conn:
         if as_of is None:

@@ -4,7 +4,7 @@ A bundle is a folder::
 
     manifest.json                      format, version, embedder, counts, a SHA-256 of every other file
     blobs/<sha256>                     the bytes of kept workspace-file versions, once each
-    spaces/<space>/space.json          the working value's version and anything it holds besides blocks
+    spaces/<space>/space.json          the working value's version, what it holds besides blocks, gc horizon
     spaces/<space>/notes/<id>.md       one note version: its whole row as front matter, then its content
     spaces/<space>/working/<block>.md  one working block
     spaces/<space>/lineage.json        revoked source entries

@@ -72,6 +72,7 @@ class SpaceData:
     sessions: list[LedgerSessionData] = field(default_factory=list)
     snapshots: list[tuple[str, str, str]] = field(default_factory=list)  # (name, at, created_at)
     files: SpaceFiles = field(default_factory=SpaceFiles)
+    horizon: str | None = None  # the gc horizon: before it, the space's past is not exact (see horizon.py)
 
     def counts(self) -> dict[str, int]:
         """What the manifest says the space holds."""

@@ -162,6 +162,10 @@ class BundleReader:
 
     def _working(self, base: str, data: SpaceData) -> None:
         state = self._json(f"{base}/space.json")
+        if isinstance(state, dict) and "gc_horizon" in state:
+            data.horizon = check_instant(
+                state["gc_horizon"], "space.json: gc_horizon", self._where(f"{base}/space.json")
+            )
         working = state.get("working") if isinstance(state, dict) else None
         blocks = self._listed(f"{base}/working/")
         if working is None:

@@ -79,7 +79,10 @@ class BundleWriter:
             done += 1
             if done % 200 == 0:
                 self.progress(f"export {data.name}", done, total)
-        self._put(f"{base}/space.json", dump_json({"working": self._working(base, data)}))
+        state: dict[str, Any] = {"working": self._working(base, data)}
+        if data.horizon is not None:
+            state["gc_horizon"] = data.horizon
+        self._put(f"{base}/space.json", dump_json(state))
         self._put(f"{base}/lineage.json", dump_json(
             [{"entry_id": e, "status": s, "changed_at": c} for e, s, c in data.lineage]))  # fmt: skip
         self._put(f"{base}/snapshots.json", dump_json(

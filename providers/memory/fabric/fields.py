@@ -16,7 +16,13 @@ from .types import NoteLink
 if TYPE_CHECKING:
     from .memory import Memory
 
-__all__ = ["canonical_time", "check_hex", "check_name", "validate_fields"]
+__all__ = ["ISO_8601", "canonical_time", "check_hex", "check_name", "validate_fields"]
+
+
+# ISO 8601's shape, checked before Python's parser, which also takes "1" * 5000 (a time in year 1111).
+ISO_8601 = re.compile(
+    r"\d{4}-?\d{2}-?\d{2}(?:[Tt ]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?"
+)
 
 
 def canonical_time(value: Any, label: str) -> str:
@@ -27,6 +33,9 @@ def canonical_time(value: Any, label: str) -> str:
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, str) and value:
+        if not ISO_8601.fullmatch(value):
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            raise MemoryValidationError(f"{label} must be an ISO 8601 timestamp, got {shown!r}")
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:

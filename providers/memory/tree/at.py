@@ -18,7 +18,6 @@ past of their own yet.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,7 @@ from afi.errors import InvalidPath, NotFound
 from afi.model import Entry, Page, ReadResult
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.fields import canonical_time
+from ..fabric.fields import ISO_8601, canonical_time
 from ..horizon import check_horizon
 from .at_files import at_files_list, at_files_read, at_files_stat
 from .at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at
@@ -72,15 +71,10 @@ class AtPath:
 
 
 # a date (2026-11-30 or 20261130), then a time to the minute, second or fraction, then a zone
-_ISO_8601 = re.compile(
-    r"\d{4}-?\d{2}-?\d{2}(?:[Tt ]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?"
-)
-
-
 def instant(segment: str, path: str) -> str:
     """Given an instant as a path segment, return it canonical; InvalidPath when it is no instant."""
     try:
-        if segment[:1].isalpha() or not _ISO_8601.fullmatch(segment):  # a snapshot's name starts with a letter
+        if segment[:1].isalpha() or not ISO_8601.fullmatch(segment):  # a snapshot's name starts with a letter
             raise MemoryValidationError(segment)  # Python's parser takes "1" * 5000 or a control character
         return canonical_time(segment, "the instant")
     except MemoryValidationError:

@@ -179,3 +179,22 @@ def test_a_stat_of_a_note_being_written_shows_the_size_it_is_stored_with(port: i
                 await sftp.stat("/facts/binary.md")
 
     run(scenario())
+
+
+def test_a_stat_of_a_workspace_file_being_copied_stores_nothing(port: int) -> None:
+    """``ls -l`` during a copy: the size is what was written so far, and another session still sees no
+    file until the copy closes it (a copy that died there would leave nothing half-written)."""
+
+    async def scenario() -> None:
+        async with session(port) as sftp, session(port) as other:
+            copying = await sftp.open("/files/copy.bin", "wb")
+            await copying.write(b"first half ")
+            assert (await sftp.stat("/files/copy.bin")).size == len(b"first half ")
+            assert (await copying.stat()).size == len(b"first half ")
+            with pytest.raises(asyncssh.SFTPNoSuchFile):
+                await other.stat("/files/copy.bin")
+            await copying.write(b"second half")
+            await copying.close()
+            assert await get(other, "/files/copy.bin") == b"first half second half"
+
+    run(scenario())

@@ -222,3 +222,27 @@ def test_gc_keeps_the_last_days_exact_and_drops_the_rest(provider: MemoryProvide
     assert (again.file_versions, again.blobs, again.note_versions) == (0, 0, 0)
     audit = [row for row in provider.audit_log(limit=10) if row["verb"] == "gc"]
     assert [row["result"] for row in audit] == ["ok", "ok", "ok", "invalid_path"]
+
+
+def test_the_gc_horizon_goes_with_a_fork_and_a_bundle(provider: MemoryProvider, tmp_path: Path) -> None:
+    """A fork or an import holds only what the gc'd source kept, so its older instants are refused too."""
+    from afi.app.local import local_owner
+    from afi.providers.memory.bundle import export_bundle, import_bundle
+
+    history = provider._space("default").files
+    history.record_write("plan.txt", b"plan from 100 days ago", days_ago(100))
+    history.record_write("plan.txt", b"plan from 50 days ago", days_ago(50))
+    provider.write(OWNER, "/files/plan.txt", b"plan for today")
+    assert provider.gc(OWNER, 30).file_versions == 1
+    copy = Caller(principal="local", space="copy")
+    provider.space_fork(copy, "default")
+    export_bundle(provider, tmp_path / "bundle", local_owner)
+    elsewhere = MemoryProvider(tmp_path / "elsewhere.db", tmp_path / "elsewhere")
+    import_bundle(elsewhere, tmp_path / "bundle", local_owner)
+    for store, caller in ((provider, copy), (elsewhere, OWNER)):
+        assert store.read(caller, f"/.afi/at/{days_ago(5)}/files/plan.txt").data == b"plan from 50 days ago"
+        with pytest.raises(InvalidPath, match="no exact past of this space before"):
+            store.list(caller, f"/.afi/at/{days_ago(40)}/files")
+    export_bundle(elsewhere, tmp_path / "again", local_owner)  # and the round trip stays byte for byte
+    for path in sorted((tmp_path / "bundle").rglob("*.json")):
+        assert (tmp_path / "again" / path.relative_to(tmp_path / "bundle")).read_bytes() == path.read_bytes()
