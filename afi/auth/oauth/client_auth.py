@@ -27,10 +27,11 @@ __all__ = ["HashedSecretAuthenticator"]
 
 def _basic(header: str, client_id: str) -> str:
     """The secret of an ``Authorization: Basic`` header (RFC 6749 2.3.1), for ``client_id``."""
-    if not header.startswith("Basic "):
+    scheme, _, credentials = header.strip().partition(" ")
+    if scheme.lower() != "basic":  # an auth scheme's name is case-insensitive (RFC 9110 11.1)
         raise AuthenticationError("this client authenticates with HTTP Basic (client_secret_basic)")
     try:
-        sent_id, _, secret = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
+        sent_id, _, secret = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
     except (ValueError, UnicodeDecodeError, binascii.Error):
         raise AuthenticationError("the Basic authorization header is malformed") from None
     if unquote(sent_id) != client_id:

@@ -51,6 +51,7 @@ MAX_DOCUMENT_BYTES = 16 * 1024
 FETCH_SECONDS = 5.0
 CACHE_ENTRIES = 256
 MIN_CACHE_SECONDS, DEFAULT_CACHE_SECONDS, MAX_CACHE_SECONDS = 30, 300, 24 * 3600
+MAX_FETCHES = 8  # documents fetched at once, whatever asks: strangers cannot hold more connections open
 FAILURE_CACHE_SECONDS = 10
 MAX_URL_CHARS = 2048
 _KEPT = ("client_name", "client_uri", "logo_uri", "contacts", "tos_uri", "policy_uri", "software_id",
@@ -222,6 +223,7 @@ class ClientMetadataDocuments:
         self._grantable = grantable
         self._tls = policy.tls()
         self._cache: OrderedDict[str, tuple[float, OAuthClientInformationFull | str]] = OrderedDict()
+        self._fetching: dict[str, anyio.Event] = {}  # one fetch per URL, whoever else asks waits for it
 
     async def client(self, url: str) -> OAuthClientInformationFull:
         """The client a URL client id describes, from the cache or fetched.
@@ -234,25 +236,44 @@ class ClientMetadataDocuments:
                 "this server does not accept client ID metadata documents (afi serve --no-client-metadata): "
                 "register the client instead (RFC 7591)"
             )
-        now = time.monotonic()
-        cached = self._cache.get(url)
-        if cached is not None and cached[0] > now:
-            self._cache.move_to_end(url)
-            if isinstance(cached[1], str):
-                raise ClientMetadataError(cached[1])
-            return cached[1]
+        for _ in range(3):  # a fetch by another caller, then its answer from the cache
+            now = time.monotonic()
+            cached = self._cache.get(url)
+            if cached is not None and cached[0] > now:
+                self._cache.move_to_end(url)
+                if isinstance(cached[1], str):
+                    raise ClientMetadataError(cached[1])
+                return cached[1]
+            running = self._fetching.get(url)
+            if running is None:
+                break
+            await running.wait()
+        else:
+            raise ClientMetadataError("the client's metadata document is being fetched: try again in a moment")
+        if len(self._fetching) >= MAX_FETCHES:
+            raise ClientMetadataError(
+                "this server is fetching too many client metadata documents at once: try again in a moment"
+            )
+        done = self._fetching[url] = anyio.Event()
         try:
-            body, seconds = await self._fetch(url)
-            found: OAuthClientInformationFull | str = client_from_document(url, body, self._grantable)
-        except ClientMetadataError as err:
-            found, seconds = str(err), FAILURE_CACHE_SECONDS
-        self._cache[url] = (now + seconds, found)
-        self._cache.move_to_end(url)
-        while len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
+            try:
+                body, seconds = await self._fetch(url)
+                found: OAuthClientInformationFull | str = client_from_document(url, body, self._grantable)
+            except ClientMetadataError as err:
+                found, seconds = str(err), FAILURE_CACHE_SECONDS
+            self._remember(url, now + seconds, found)
+        finally:
+            del self._fetching[url]
+            done.set()
         if isinstance(found, str):
             raise ClientMetadataError(found)
         return found
+
+    def _remember(self, url: str, until: float, found: OAuthClientInformationFull | str) -> None:
+        self._cache[url] = (until, found)
+        self._cache.move_to_end(url)
+        while len(self._cache) > CACHE_ENTRIES:
+            self._cache.popitem(last=False)
 
     async def _fetch(self, url: str) -> tuple[bytes, int]:
         """The document's bytes and how long to keep them."""

@@ -52,6 +52,11 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+def _secret_digest(secret: Any) -> str | None:
+    """The SHA-256 of a client secret kept in plain text, or None when it is no secret (null, empty)."""
+    return digest(secret) if isinstance(secret, str) and secret else None
+
+
 def _ago(seconds: float) -> str:
     """The instant ``seconds`` ago, as the table's times are written."""
     return datetime.fromtimestamp(time.time() - seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -114,19 +119,24 @@ class OAuthStore:
 
     def add_client(self, client_id: str, info: dict[str, Any]) -> bool:
         """Keep a registered client; first drop the never-approved ones older than a day. At
-        :data:`MAX_CLIENTS`, the oldest never-approved client whose consent could no longer be pending
-        makes room, so a flood of registrations cannot lock real clients out for a day; False (refused)
-        only when every client is approved or still within its consent window."""
+        :data:`MAX_CLIENTS`, the oldest never-approved client registered over a consent's lifetime ago
+        and with no consent pending makes room, so a flood of registrations cannot lock real clients
+        out for a day; False (refused) only when no client can make room."""
         cutoff = _ago(UNUSED_CLIENT_SECONDS)
-        unused = "client_id NOT IN (SELECT client_id FROM oauth_grants)"
+        # never approved, and no consent pending now (a request lives REQUEST_SECONDS from /authorize)
+        unused = (
+            "client_id NOT IN (SELECT client_id FROM oauth_grants) AND client_id NOT IN "
+            "(SELECT client_id FROM oauth_tokens WHERE kind = 'request' AND used_at IS NULL AND expires_at > ?)"
+        )
+        now = int(time.time())
         with self._db.transaction() as conn:
-            conn.execute(f"DELETE FROM oauth_clients WHERE created_at < ? AND {unused}", (cutoff,))
+            conn.execute(f"DELETE FROM oauth_clients WHERE created_at < ? AND {unused}", (cutoff, now))
             count = int(conn.execute("SELECT count(*) FROM oauth_clients").fetchone()[0])
             if count >= MAX_CLIENTS:
                 oldest = conn.execute(
                     f"SELECT client_id FROM oauth_clients WHERE created_at < ? AND {unused} "
                     "ORDER BY created_at LIMIT ?",
-                    (_ago(REQUEST_SECONDS), count - MAX_CLIENTS + 1),
+                    (_ago(REQUEST_SECONDS), now, count - MAX_CLIENTS + 1),
                 ).fetchall()
                 if len(oldest) < count - MAX_CLIENTS + 1:
                     return False
@@ -161,7 +171,7 @@ class OAuthStore:
             return None
         if "client_secret" in info:
             self.hash_client_secrets()
-            return digest(str(info["client_secret"]))
+            return _secret_digest(info["client_secret"])
         kept = info.get("client_secret_sha256")
         return str(kept) if kept else None
 
@@ -177,7 +187,9 @@ class OAuthStore:
                 info = json.loads(text)
                 if "client_secret" not in info:
                     continue
-                info["client_secret_sha256"] = digest(str(info.pop("client_secret")))
+                hashed = _secret_digest(info.pop("client_secret"))
+                if hashed is not None:  # a null or empty secret is no secret, not the text "None"
+                    info["client_secret_sha256"] = hashed
                 conn.execute(
                     "UPDATE oauth_clients SET info = ? WHERE client_id = ?",
                     (json.dumps(info, sort_keys=True), client_id),
@@ -188,14 +200,20 @@ class OAuthStore:
     # -- grants ------------------------------------------------------------------------------
 
     def add_grant(self, client_id: str, space: str, scopes: list[str], resource: str, approved_by: str) -> str:
-        """Record the owner's approval; return the grant's id."""
+        """Record the owner's approval; return the grant's id.
+
+        Raises:
+            ValueError: the client is no longer registered (nothing is granted to a client that is gone).
+        """
         grant_id = "grant_" + secrets.token_hex(6)
         with self._db.transaction() as conn:
-            conn.execute(
+            added = conn.execute(
                 "INSERT INTO oauth_grants (id, client_id, space, scopes, resource, approved_by, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (grant_id, client_id, space, " ".join(scopes), resource, approved_by, _now()),
-            )
+                "SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = ?)",
+                (grant_id, client_id, space, " ".join(scopes), resource, approved_by, _now(), client_id),
+            ).rowcount
+        if added != 1:
+            raise ValueError("this client is no longer registered: it has to register again")
         return grant_id
 
     def grant(self, grant_id: str) -> Grant | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from afi.errors import InvalidPath, Unsupported
 
+from ..fabric.rows import iso_now
 from ..fabric.working import BLOCK_LABEL
 from ..spaces import SPACE_NAME
 from ..workspace.file_index import TEMP_PREFIX
@@ -163,9 +164,10 @@ class BundleReader:
     def _working(self, base: str, data: SpaceData) -> None:
         state = self._json(f"{base}/space.json")
         if isinstance(state, dict) and "gc_horizon" in state:
-            data.horizon = check_instant(
-                state["gc_horizon"], "space.json: gc_horizon", self._where(f"{base}/space.json")
-            )
+            where = self._where(f"{base}/space.json")
+            data.horizon = check_instant(state["gc_horizon"], "space.json: gc_horizon", where)
+            if data.horizon > iso_now():  # a horizon only rises: a future one would close the space's past for good
+                raise InvalidPath("space.json: gc_horizon is later than now, where no gc can have cut", path=where)
         working = state.get("working") if isinstance(state, dict) else None
         blocks = self._listed(f"{base}/working/")
         if working is None:

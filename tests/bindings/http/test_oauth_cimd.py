@@ -296,3 +296,45 @@ def test_document_fetches_are_rate_limited_by_address(tmp_path: Path, docs: Http
     statuses = [answer.status_code for answer in answers]
     assert statuses[:3] == [302] * 3 and set(statuses[3:]) == {429}, statuses
     assert sum(docs.hits[path] for path in paths) == 3
+
+
+def test_one_fetch_per_document_and_a_bounded_number_at_once(docs: HttpsServer) -> None:
+    """Twenty callers of one uncached document share one fetch; strangers naming 40 slow documents at once
+    get at most MAX_FETCHES connections out, the rest a clear refusal (not a queue of held connections)."""
+    import anyio
+
+    from afi.auth.oauth.client_metadata import (
+        MAX_FETCHES,
+        ClientMetadataDocuments,
+        ClientMetadataError,
+        ClientMetadataPolicy,
+    )
+
+    url = docs.url + "/shared-once.json"
+    body = json.dumps({"client_id": url, "client_name": "shared", "redirect_uris": [REDIRECT]}).encode()
+    docs.routes["/shared-once.json"] = Reply(body, delay=0.5)
+    slow = [f"/tarpit-{n}.json" for n in range(40)]
+    for path in slow:
+        docs.routes[path] = Reply(b"{}", delay=1.0)
+    policy = ClientMetadataPolicy(allow_hosts=frozenset({"127.0.0.1"}), ca_file=str(docs.ca_file))
+    documents = ClientMetadataDocuments(policy, ("afi:read", "afi:write"))
+    outcomes: list[str] = []
+
+    async def ask(target: str) -> None:
+        try:
+            outcomes.append((await documents.client(target)).client_name or "")
+        except ClientMetadataError as err:
+            outcomes.append(str(err))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(20):
+                group.start_soon(ask, url)
+        async with anyio.create_task_group() as group:
+            for path in slow:
+                group.start_soon(ask, docs.url + path)
+
+    anyio.run(main)
+    assert docs.hits["/shared-once.json"] == 1 and outcomes[:20] == ["shared"] * 20
+    assert sum(docs.hits[path] for path in slow) == MAX_FETCHES
+    assert sum("too many client metadata documents at once" in said for said in outcomes[20:]) == 40 - MAX_FETCHES

@@ -78,8 +78,8 @@ def _exchange(server: AfiServer, client_id: str, code: str, verifier: str, **aut
     return httpx.post(server.url + "/oauth/token", data=body, headers=auth.get("headers", {}))
 
 
-def _basic(client_id: str, secret: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
+def _basic(client_id: str, secret: str, scheme: str = "Basic") -> dict[str, str]:
+    return {"Authorization": f"{scheme} " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
 
 
 @pytest.mark.parametrize("method", ["client_secret_post", "client_secret_basic"])
@@ -94,9 +94,9 @@ def test_a_secret_is_kept_hashed_and_checked(server: AfiServer, method: str) -> 
     info = kept_info(server.db, client_id)
     assert "client_secret" not in info and len(info["client_secret_sha256"]) == 64
 
-    def auth(sent: str) -> dict[str, Any]:
+    def auth(sent: str, scheme: str = "Basic") -> dict[str, Any]:
         return (
-            {"headers": _basic(client_id, sent)}
+            {"headers": _basic(client_id, sent, scheme)}
             if method == "client_secret_basic"
             else {"form": {"client_secret": sent}}
         )
@@ -106,7 +106,8 @@ def test_a_secret_is_kept_hashed_and_checked(server: AfiServer, method: str) -> 
     refusals = [_exchange(server, client_id, code, verifier, **auth(sent)) for sent in wrong]
     assert [r.status_code for r in refusals] == [401] * len(wrong), [r.text for r in refusals]
     assert all(r.json()["error"] == "invalid_client" for r in refusals)
-    accepted = _exchange(server, client_id, code, verifier, **auth(secret))  # the code survived the refusals
+    # the code survived the refusals; a scheme's name is case-insensitive (RFC 9110)
+    accepted = _exchange(server, client_id, code, verifier, **auth(secret, scheme="basic"))
     assert accepted.status_code == 200, accepted.text
     token = accepted.json()["access_token"]
     revoke = {"grant_type": "-", "token": token}

@@ -246,3 +246,25 @@ def test_the_gc_horizon_goes_with_a_fork_and_a_bundle(provider: MemoryProvider, 
     export_bundle(elsewhere, tmp_path / "again", local_owner)  # and the round trip stays byte for byte
     for path in sorted((tmp_path / "bundle").rglob("*.json")):
         assert (tmp_path / "again" / path.relative_to(tmp_path / "bundle")).read_bytes() == path.read_bytes()
+
+
+def test_a_bundle_cannot_close_a_space_past_with_a_future_horizon(tmp_path: Path) -> None:
+    """A horizon only rises, so one in the future would refuse every instant of the space for good."""
+    import json
+
+    from afi.app.local import local_owner
+    from afi.providers.memory.bundle import export_bundle, import_bundle
+    from afi.providers.memory.bundle.layout import file_sha256
+
+    source = MemoryProvider(tmp_path / "a.db", tmp_path / "a")
+    source.write(OWNER, "/files/plan.txt", b"plan for today")
+    export_bundle(source, tmp_path / "bundle", local_owner)
+    [state] = list((tmp_path / "bundle").rglob("space.json"))
+    state.write_text(json.dumps({**json.loads(state.read_text()), "gc_horizon": "9999-01-01T00:00:00.000Z"}))
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
+    manifest["checksums"][str(state.relative_to(tmp_path / "bundle"))] = file_sha256(state)
+    (tmp_path / "bundle" / "manifest.json").write_text(json.dumps(manifest))
+    target = MemoryProvider(tmp_path / "b.db", tmp_path / "b")
+    with pytest.raises(InvalidPath, match="gc_horizon is later than now"):
+        import_bundle(target, tmp_path / "bundle", local_owner)
+    assert target.list(OWNER, "/files").entries == []  # nothing imported
