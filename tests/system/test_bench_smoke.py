@@ -248,6 +248,10 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
     if name == "remember":
         first = result["results"][0]
         return 2, first["remember_notes_per_s"], first["agentfs_files_per_s"]
+    if name == "fold":
+        vectors, words = result["modes"]
+        assert vectors["edited_copies_found"] == words["edited_copies_found"] == result["edited_copies"]
+        return 3, words["fold_search_p50_ms"], vectors["fold_search_p50_ms"]
     if name == "workspace_bytes":  # the table's figures, rounded to 0.01 ms
         first = result["rows"][0]
         return 8, first["row write ms"], first["file write ms"]
@@ -262,7 +266,7 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
     )
 
 
-@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes"])
+@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes", "fold"])
 def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
     if name == "remember" and importlib.util.find_spec("agentfs_sdk") is None:
         pytest.skip("remember's baseline is the AgentFS SDK, in the bench extra: pip install -e '.[bench]'")

@@ -1,9 +1,13 @@
 """Consolidation: which existing note a write folds into, and how the two merge.
 
-The note to fold into is the nearest same-kind note by cosine, found exactly by the vector index
-(``VectorIndex.above``: only rows that can reach the threshold are scored, so a write never scans
-the whole matrix). When the linker or evolution workers run, their neighbours come from one
-bounded batch: the BM25 top-N over the new note's rarest terms, with exact cosine on those rows.
+The note to fold into is the nearest same-kind note by cosine. On SQLite, up to ``FOLD_EXACT_ROWS``
+notes in a scope, it is found exactly by the vector index (``VectorIndex.above``: only rows that can
+reach the threshold are scored). Past that the scan of the postings grows with the notes (11 ms at a
+million), so the word index names the candidates instead: every note holding one of the new note's
+rarest words (the BM25 best when there are many), scored by exact cosine. A note at cosine 0.85 shares
+~85% of its words, so any ~15% of them, plus one, reach it. PostgreSQL folds the hash embedder's rows
+the same way (its HNSW graph missed a fifth of near-duplicates) and a model's dense rows through the
+graph (``folds_by_vectors``). The linker and evolution workers read a BM25 batch of neighbours.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ __all__ = [
 
 DEFAULT_THRESHOLD = 0.85
 _CANDIDATE_POSTINGS = 200
-_THRESHOLD_HINT = DEFAULT_THRESHOLD
+# past ``FOLD_EXACT_ROWS`` the fold scores every note holding one of the chosen words, up to this many
+# (at a million notes ~650 on average; past it, the BM25 best that many)
+_WORD_CANDIDATES = 2048
 
 
 @dataclass
@@ -74,7 +80,13 @@ def fold_candidates(
     index = memory.index
     with index.lock:
         index.refresh()
-        near = index.above(embedding, threshold, [kind], iso_to_epoch(now, 0.0), memory.require_consent, limit=limit)
+        by_vectors = index.folds_by_vectors()
+        as_of = iso_to_epoch(now, 0.0)
+        if by_vectors:
+            near = index.above(embedding, threshold, [kind], as_of, memory.require_consent, limit=limit)
+        else:
+            rowids = _word_candidates(memory, content, threshold)
+            near = index.above_among(embedding, rowids, threshold, [kind], as_of, memory.require_consent, limit=limit)
     found: dict[str, FoldCandidate] = {}
     if near:
         notes = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in near])
@@ -83,22 +95,35 @@ def fold_candidates(
             if note is not None:  # None: gone since the index read it
                 found[note.id] = FoldCandidate(note, cosine)
     if neighbours:
-        for cand in _lexical_batch(memory, kind, content, embedding, now, limit):
+        for cand in _lexical_batch(memory, kind, content, embedding, now, limit, threshold):
             found.setdefault(cand.note.id, cand)
     out = sorted(found.values(), key=lambda c: (-c.cosine, c.note.id))
     return out[:limit]
 
 
+def _rarest_words(memory: Memory, content: str, threshold: float) -> list[str]:
+    """The content's rarest terms, enough that a note sharing a fraction ``threshold`` of them holds one."""
+    terms = query_terms(content)
+    # a cosine of t over token bags means about a fraction t of the tokens are shared: any 1 - t of
+    # them, plus one, hits every such note, so the rarest few are enough and keep the posting lists short
+    need = math.ceil(len(terms) * (1 - threshold)) + 1
+    return memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need)
+
+
+def _word_candidates(memory: Memory, content: str, threshold: float) -> list[int]:
+    """The BM25 best ``_WORD_CANDIDATES`` rowids over the content's rarest words (on SQLite read from the
+    word index alone, across scopes: the vector index then keeps this scope's rows that recall may see)."""
+    chosen = _rarest_words(memory, content, threshold)
+    return memory.store.rank_lexical(memory.scope, chosen, limit=_WORD_CANDIDATES, ordered=False) if chosen else []
+
+
 def _lexical_batch(
-    memory: Memory, kind: str, content: str, embedding: npt.NDArray[np.float32], now: str, limit: int
-) -> list[FoldCandidate]:
+    memory: Memory, kind: str, content: str, embedding: npt.NDArray[np.float32], now: str, limit: int,
+    threshold: float,
+) -> list[FoldCandidate]:  # fmt: skip
     """Return the BM25 top-``limit`` same-kind notes valid at ``now`` over the content's rarest
     terms, each with its exact cosine."""
-    terms = query_terms(content)
-    # a cosine of 0.85 over token bags means ~85% of the tokens are shared: any ~15% of them, plus one,
-    # hits every such note, so the rarest few are enough and keep the posting lists short
-    need = math.ceil(len(terms) * (1 - _THRESHOLD_HINT)) + 1
-    chosen = memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need)
+    chosen = _rarest_words(memory, content, threshold)
     if not chosen:
         return []
     rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=limit)

@@ -11,6 +11,7 @@ __all__ = [
     "TermStats",
     "bm25_rowids",
     "fts_query",
+    "matching_rowids",
     "normalize_note_text",
     "query_terms",
     "rarest_terms",
@@ -61,6 +62,7 @@ def fts_query(terms: list[str]) -> str | None:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
+_STEMS_KEPT = 100_000  # terms whose stems are remembered (a few MB)
 _BM25 = "SELECT rowid FROM notes_lexical WHERE notes_lexical MATCH ? ORDER BY bm25(notes_lexical)"
 
 
@@ -73,6 +75,14 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, *, limit: int | None = Non
     filters with the vector index's mask instead, which knows the scope, kinds and validity already.
     """
     return [row[0] for row in conn.execute(f"{_BM25} LIMIT ?", (match, -1 if limit is None else limit))]
+
+
+def matching_rowids(conn: sqlite3.Connection, match: str, limit: int) -> list[int]:
+    """Given an FTS5 expression, return the rowids of every note it matches, in no order, when there
+    are at most ``limit``; else the best ``limit`` by BM25 (ranking every match costs ~3x reading them)."""
+    rows = [row[0] for row in conn.execute("SELECT rowid FROM notes_lexical WHERE notes_lexical MATCH ? LIMIT ?",
+                                           (match, limit + 1))]  # fmt: skip
+    return rows if len(rows) <= limit else bm25_rowids(conn, match, limit=limit)
 
 
 def rarest_terms(terms: list[str], stems: list[list[str]], df: dict[str, int], *, max_postings: int,
@@ -106,19 +116,27 @@ class TermStats:
         self._stemmer.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'instance')")
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[int, int]] = {}
+        self._stems: dict[str, list[str]] = {}
 
     def stems(self, terms: list[str]) -> list[list[str]]:
-        """Given terms, return the porter stems FTS5 indexes each under."""
+        """Given terms, return the porter stems FTS5 indexes each under (remembered per term)."""
         with self._lock:
-            self._stemmer.executemany(
-                "INSERT INTO s (rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(terms)]
-            )
-            rows = self._stemmer.execute("SELECT doc, term FROM sv ORDER BY doc, offset").fetchall()
-            self._stemmer.execute("DELETE FROM s")
-        out: list[list[str]] = [[] for _ in terms]
-        for doc, term in rows:
-            out[doc - 1].append(term)
-        return out
+            known = {t: self._stems[t] for t in terms if t in self._stems}
+            unknown = list(dict.fromkeys(t for t in terms if t not in known))
+            if unknown:
+                self._stemmer.executemany(
+                    "INSERT INTO s (rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(unknown)]
+                )
+                rows = self._stemmer.execute("SELECT doc, term FROM sv ORDER BY doc, offset").fetchall()
+                self._stemmer.execute("DELETE FROM s")
+                found: list[list[str]] = [[] for _ in unknown]
+                for doc, term in rows:
+                    found[doc - 1].append(term)
+                if len(self._stems) + len(unknown) > _STEMS_KEPT:
+                    self._stems.clear()
+                self._stems.update(zip(unknown, found, strict=True))
+                known.update(zip(unknown, found, strict=True))
+        return [list(known[t]) for t in terms]
 
     def doc_freq(self, conn: sqlite3.Connection, stems: set[str], seq: int) -> dict[str, int]:
         """Return each stem's document count (cached until the store grew past it)."""

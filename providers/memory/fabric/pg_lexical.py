@@ -27,7 +27,7 @@ from typing import Any
 from .lexical import rarest_terms
 from .types import Scope
 
-__all__ = ["PgTermStats", "pg_bm25_rowids"]
+__all__ = ["PgTermStats", "pg_bm25_rowids", "pg_matching_rowids"]
 
 K1 = 1.2
 B = 0.75
@@ -145,6 +145,23 @@ class PgTermStats:
 def _tsquery(lexemes: Sequence[str]) -> str:
     """An OR of the lexemes as a ``tsquery`` literal (each quoted, so nothing in it is an operator)."""
     return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def pg_matching_rowids(conn: Any, stats: PgTermStats, scope: Scope, terms: list[str], limit: int) -> list[int]:
+    """Given query terms, return the rowids of every note of the scope holding any of them, in no
+    order, when there are at most ``limit``; else the best ``limit`` by BM25."""
+    lexemes = sorted({lexeme for group in stats.stems(conn, terms) for lexeme in group})
+    if not lexemes:
+        return []
+    rows = conn.execute(
+        "SELECT n.rowid FROM notes n WHERE n.lexical @@ ?::tsquery AND n.tenant_id = ? AND n.resource_id = ? "
+        "AND n.thread_id = ? LIMIT ?",
+        (_tsquery(lexemes), scope.tenant_id, scope.resource_id, scope.thread_id, limit + 1),
+    ).fetchall()
+    if len(rows) <= limit:
+        return [int(row[0]) for row in rows]
+    seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM note_changes").fetchone()[0])
+    return pg_bm25_rowids(conn, stats, scope, terms, seq=seq, limit=limit)
 
 
 def pg_bm25_rowids(

@@ -28,8 +28,8 @@ from afi.storage.pg_vector_form import VectorForm, column_value, settle_vector_f
 from afi.storage.postgres_schema import applied_pg_steps
 
 from .errors import MemoryValidationError
-from .lexical import TermStats, bm25_rowids, fts_query
-from .pg_lexical import PgTermStats, pg_bm25_rowids
+from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
+from .pg_lexical import PgTermStats, pg_bm25_rowids, pg_matching_rowids
 from .render import render_note
 from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
 from .types import MemoryNote, Scope
@@ -285,18 +285,23 @@ class Store:
             rows = conn.execute(sql, (match, *_scope_key(scope), *kinds, as_of, as_of, limit)).fetchall()
         return [row[0] for row in rows]
 
-    def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None) -> list[int]:
+    def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None, ordered: bool = True) -> list[int]:
         """Return the rowids of notes holding any of the terms, best BM25 first (the best ``limit``, or
         all). On SQLite the FTS5 index is read alone, across every scope (recall filters by the vector
-        index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only."""
+        index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only.
+        Not ``ordered`` (with a limit), every match comes in no order when there are no more than that."""
         if self.postgres:
             with self.read() as conn:
+                if not ordered and limit is not None:
+                    return pg_matching_rowids(conn, self.pg_term_stats, scope, terms, limit)
                 seq = self._latest_seq(conn)
                 return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit)
         match = fts_query(terms)
         if match is None:
             return []
         with self.read() as conn:
+            if not ordered and limit is not None:
+                return matching_rowids(conn, match, limit)  # type: ignore[arg-type]
             return bm25_rowids(conn, match, limit=limit)  # type: ignore[arg-type]
 
     @staticmethod

@@ -13,6 +13,7 @@ at least this similar?) exactly while reading only the postings of the query's r
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import threading
@@ -28,7 +29,7 @@ from .store import Store
 from .types import NOTE_KINDS, Scope
 from .vector_bytes import unpack_vector
 
-__all__ = ["VectorIndex", "iso_to_epoch"]
+__all__ = ["FOLD_EXACT_ROWS", "VectorIndex", "iso_to_epoch"]
 
 _KIND_CODE = {kind: code for code, kind in enumerate(NOTE_KINDS)}
 _FULL_RELOAD_AT = 5_000
@@ -37,6 +38,9 @@ _FULL_RELOAD_AT = 5_000
 _BOUND_SLACK = 1e-4
 # new rows are scored densely until this many, then folded into the postings
 _TAIL_MERGE_AT = 256
+# consolidation reads the vectors exactly up to this many rows in a scope; past it the postings scan
+# (about 11 ms at a million hash-embedded rows) costs more than the word index's answer
+FOLD_EXACT_ROWS = 100_000
 
 # ``Store.index_rows`` columns
 _ROWID, _ID, _KIND, _VALID_FROM, _VALID_TO, _CONSENT, _SOURCES, _STATUS, _BLOB = range(9)
@@ -78,6 +82,7 @@ class VectorIndex:
         self.scope = scope
         self.dims = dims
         self.lock = threading.Lock()
+        self.fold_exact_rows = FOLD_EXACT_ROWS
         self.seq = -1
         self._lineage: dict[str, str] | None = None
         self._tainted: set[int] = set()
@@ -317,6 +322,11 @@ class VectorIndex:
         idx = idx[np.argsort(-sims[idx], kind="stable")]
         return [(int(self.rowids[i]), float(sims[i])) for i in idx if sims[i] > -np.inf]
 
+    def folds_by_vectors(self) -> bool:
+        """Whether consolidation asks :meth:`above` for near-duplicates: while the scope holds at most
+        ``fold_exact_rows`` rows; past that the word index names the candidates (linear no more)."""
+        return self.size <= self.fold_exact_rows
+
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
               require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip
         """Return ``(rowid, cosine)`` of the (up to ``limit``) recallable rows, as ``mask`` decides,
@@ -354,6 +364,18 @@ class VectorIndex:
         found = [(rowid, cosine) for rowid, cosine in found if cosine >= threshold]
         found.sort(key=lambda item: -item[1])
         return found
+
+    def above_among(self, query: npt.NDArray[np.float32], rowids: Sequence[int], threshold: float,
+                    kinds: Sequence[str], as_of: float, require_consent: bool, *, limit: int = 32
+                    ) -> list[tuple[int, float]]:  # fmt: skip
+        """:meth:`above` over those rowids only (rows of other scopes or unknown are left out)."""
+        slots = np.fromiter(map(self.slot_of_rowid.get, rowids, itertools.repeat(-1)), np.int64, len(rowids))
+        slots = slots[slots >= 0]
+        slots = slots[self._allowed(slots, kinds, as_of, require_consent)]
+        slots = slots[_dots(self.matrix[slots], query) >= threshold - _BOUND_SLACK]
+        # the reported cosine is a 1-D dot, exactly as :meth:`above` reports it
+        found = [(int(self.rowids[slot]), float(self.matrix[slot] @ query)) for slot in slots]
+        return sorted(((r, c) for r, c in found if c >= threshold), key=lambda item: -item[1])[:limit]
 
     def _pruned(self, query: npt.NDArray[np.float32], floor: float) -> npt.NDArray[np.int64] | None:
         """Return the built slots that may reach ``floor`` (see :func:`reachable_rows`), or None for a

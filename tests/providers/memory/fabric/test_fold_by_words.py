@@ -1,0 +1,149 @@
+"""Consolidation past ``fold_exact_rows``: the word index names the candidates instead of a scan of
+every vector, and a write still folds into its near-duplicate."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from afi.providers.memory import create_memory, create_memory_fabric
+from afi.providers.memory.fabric.embedders import HashEmbedder
+from afi.providers.memory.fabric.vectors import FOLD_EXACT_ROWS
+
+SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "ze", "qu", "bo", "di", "fe", "gu", "ho"]
+
+
+def _vocabulary(size: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choices(SYLLABLES, k=rng.randint(2, 4))))
+    return sorted(words)
+
+
+def _notes(n: int, seed: int) -> list[str]:
+    """n notes of 12–20 words, words drawn unevenly (a few common, many rare), as prose is."""
+    rng = random.Random(seed)
+    vocabulary = _vocabulary(3000, seed)
+    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+    return [" ".join(rng.choices(vocabulary, weights, k=rng.randint(12, 20))) + f" item{i}" for i in range(n)]
+
+
+def _edited(text: str, rng: random.Random) -> str:
+    """The same note said a little differently: one word dropped, replaced or added."""
+    words = text.split()
+    at = rng.randrange(len(words) - 1)  # the last word (item<i>) stays: it names the note
+    match rng.randrange(3):
+        case 0:
+            del words[at]
+        case 1:
+            words[at] = "newly"
+        case _:
+            words.insert(at, "indeed")
+    return " ".join(words)
+
+
+def _fabric(path: Path, exact_rows: int):  # type: ignore[no-untyped-def]
+    memory = create_memory(path, tenant_id="t", resource_id="r", thread_id="w")
+    fabric = create_memory_fabric(memory)
+    memory.index.fold_exact_rows = exact_rows
+    return memory, fabric
+
+
+def test_the_default_switches_at_a_hundred_thousand_rows(tmp_path: Path) -> None:
+    memory, _ = _fabric(tmp_path / "m.db", FOLD_EXACT_ROWS)
+    assert FOLD_EXACT_ROWS == 100_000
+    index = memory.index
+    assert index.folds_by_vectors()
+    index.size = FOLD_EXACT_ROWS + 1
+    assert not index.folds_by_vectors()
+    memory.close()
+
+
+@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, 50], ids=["vectors", "words"])
+def test_a_near_duplicate_folds_and_a_new_note_does_not(tmp_path: Path, exact_rows: int) -> None:
+    memory, fabric = _fabric(tmp_path / "m.db", exact_rows)
+    originals = {}
+    for text in _notes(400, seed=3):
+        originals[text] = fabric.remember(kind="fact", content=text).id
+    assert memory.index.folds_by_vectors() == (exact_rows == FOLD_EXACT_ROWS)
+    rng = random.Random(9)
+    folded = 0
+    for text in rng.sample(sorted(originals), 60):
+        note = fabric.remember(kind="fact", content=_edited(text, rng))
+        folded += note.supersedes == originals[text] or note.id == originals[text]
+    inserted = sum(fabric.remember(kind="fact", content=text).supersedes is None for text in _notes(60, seed=4))
+    print(f"fold_exact_rows={exact_rows}: 60 edited copies, {folded} folded; 60 new notes, {inserted} inserted")
+    assert folded == 60
+    assert inserted == 60
+    memory.close()
+
+
+def _colliding_words(embedder: HashEmbedder, count: int) -> list[tuple[str, str]]:
+    """Pairs of different words the hash embedder puts in the same dimension."""
+    by_slot: dict[int, list[str]] = defaultdict(list)
+    for i in range(20_000):
+        word = f"w{i}x"
+        by_slot[embedder._slot(word)].append(word)
+    pairs = [(words[0], words[1]) for words in by_slot.values() if len(words) >= 2]
+    return pairs[:count]
+
+
+@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, 0], ids=["vectors", "words"])
+def test_a_note_sharing_no_word_folds_only_by_vectors(tmp_path: Path, exact_rows: int) -> None:
+    """Two notes of different words that the 384 hashed dimensions cannot tell apart (cosine 1): the
+    exact vector search folds one into the other; the word index does not, as no word is shared."""
+    memory, fabric = _fabric(tmp_path / "m.db", exact_rows)
+    pairs = _colliding_words(memory.embedder, 12)
+    first = fabric.remember(kind="fact", content=" ".join(a for a, _ in pairs))
+    twin = " ".join(b for _, b in pairs)
+    assert float(memory.embedder.embed([twin])[0] @ memory.embedder.embed([first.content])[0]) > 0.999
+    second = fabric.remember(kind="fact", content=twin)
+    assert (second.supersedes == first.id) == (exact_rows == FOLD_EXACT_ROWS)
+    memory.close()
+
+
+def test_a_lower_threshold_reads_more_words(tmp_path: Path) -> None:
+    """At threshold 0.5 a note sharing about half its words still folds through the word index, even
+    when the words it shares are common and the words it does not share are new."""
+    memory = create_memory(tmp_path / "m.db", tenant_id="t", resource_id="r", thread_id="w")
+    fabric = create_memory_fabric(memory, consolidate={"threshold": 0.5})
+    memory.index.fold_exact_rows = 0
+    common = [f"common{i}" for i in range(10)]
+    with memory.store.write():
+        for i in range(300):  # each common word is in 300 notes: past the word index's posting cap
+            fabric.remember(kind="fact", content=" ".join([*common, f"own{i}a", f"own{i}b", f"own{i}c"]))
+    first = fabric.remember(kind="fact", content=" ".join(common))
+    half = " ".join(common[:6] + [f"new{i}" for i in range(4)])  # 6 of 10 words shared: cosine 0.6
+    cosine = float(memory.embedder.embed([half])[0] @ memory.embedder.embed([first.content])[0])
+    assert cosine >= 0.5
+    second = fabric.remember(kind="fact", content=half)
+    assert second.supersedes == first.id
+    memory.close()
+
+
+def test_postgres_folds_the_hash_embedder_through_words(pg_store_url: str) -> None:
+    """PostgreSQL folds sparse rows through the word index at every size: edited copies fold, new
+    notes do not, and a twin sharing no word is not folded (the HNSW graph would have been asked)."""
+    memory = create_memory(pg_store_url, tenant_id="t", resource_id="r", thread_id="w")
+    fabric = create_memory_fabric(memory)
+    assert not memory.index.folds_by_vectors()
+    originals = {}
+    with memory.store.write():
+        for text in _notes(300, seed=6):
+            originals[text] = fabric.remember(kind="fact", content=text, consolidate=False).id
+    rng = random.Random(2)
+    folded = 0
+    for text in rng.sample(sorted(originals), 30):
+        note = fabric.remember(kind="fact", content=_edited(text, rng))
+        folded += note.supersedes == originals[text] or note.id == originals[text]
+    assert folded == 30
+    assert all(fabric.remember(kind="fact", content=text).supersedes is None for text in _notes(20, seed=8))
+    pairs = _colliding_words(memory.embedder, 12)
+    first = fabric.remember(kind="fact", content=" ".join(a for a, _ in pairs))
+    assert fabric.remember(kind="fact", content=" ".join(b for _, b in pairs)).supersedes is None
+    assert fabric.remember(kind="fact", content=first.content + " again").supersedes == first.id
+    memory.close()
