@@ -21,10 +21,10 @@ import numpy.typing as npt
 
 from .lexical import normalize_note_text, query_terms
 from .memory import Memory, consent_visible
+from .rows import iso_to_epoch
 from .store import NOTE_COLUMNS, note_from_row
 from .types import MemoryNote, NoteLink
 from .vector_bytes import unpack_vector
-from .vectors import iso_to_epoch
 
 __all__ = [
     "DEFAULT_THRESHOLD",

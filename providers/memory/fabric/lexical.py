@@ -15,6 +15,7 @@ __all__ = [
     "normalize_note_text",
     "query_terms",
     "rarest_terms",
+    "stale_after",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -85,6 +86,13 @@ def matching_rowids(conn: sqlite3.Connection, match: str, limit: int) -> list[in
     return rows if len(rows) <= limit else bm25_rowids(conn, match, limit=limit)
 
 
+def stale_after(count: int, seq: int) -> int:
+    """How many changes a cached document count of ``count`` stays good for, the store's change seq being
+    ``seq``: until it may be off by its own size, and by a 256th of the store's changes (a note's rare
+    words are counted again every 64 writes otherwise, most of a write's word-index time at a million)."""
+    return max(64, count, seq >> 8)
+
+
 def rarest_terms(terms: list[str], stems: list[list[str]], df: dict[str, int], *, max_postings: int,
                  min_terms: int) -> list[str]:  # fmt: skip
     """Given terms, the stems each is indexed under and the stems' document counts, return the rarest
@@ -144,7 +152,7 @@ class TermStats:
         missing: list[str] = []
         for stem in stems:
             cached = self._cache.get(stem)
-            if cached is not None and seq - cached[1] <= max(64, cached[0]):
+            if cached is not None and seq - cached[1] <= stale_after(cached[0], seq):
                 out[stem] = cached[0]
             else:
                 missing.append(stem)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .lexical import rarest_terms
+from .lexical import rarest_terms, stale_after
 from .types import Scope
 
 __all__ = ["PgTermStats", "pg_bm25_rowids", "pg_matching_rowids"]
@@ -107,7 +107,7 @@ class PgTermStats:
                 cached = self._df.get(lexeme)
             if (
                 cached is not None
-                and seq - cached[1] <= max(64, cached[0])
+                and seq - cached[1] <= stale_after(cached[0], seq)
                 and (cached[0] < cached[2] or cached[2] >= cap)
             ):
                 out[lexeme] = min(cached[0], cap)

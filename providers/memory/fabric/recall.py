@@ -18,9 +18,9 @@ from .errors import MemoryValidationError
 from .fields import canonical_time
 from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
+from .rows import iso_to_epoch
 from .store import iso_now
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
-from .vectors import iso_to_epoch
 
 __all__ = [
     "DEFAULT_RECALL_KINDS",

@@ -9,7 +9,7 @@ from typing import Any
 
 from .types import MemoryNote, NoteLink, PromotedFrom, Scope
 
-__all__ = ["NOTE_COLUMNS", "iso_now", "note_from_row"]
+__all__ = ["NOTE_COLUMNS", "consent_state", "iso_now", "iso_to_epoch", "json_list", "note_from_row"]
 
 _JSON_FIELDS = ("links", "tags", "keywords", "source_entry_ids", "promoted_from", "consent")
 NOTE_COLUMNS = (
@@ -60,3 +60,25 @@ def _note_values(note: MemoryNote) -> list[Any]:
             value = json.dumps(value, separators=(",", ":")) if value is not None else None
         values.append(value)
     return values
+
+
+def iso_to_epoch(value: str | None, default: float) -> float:
+    """Given an ISO timestamp (or None), return epoch seconds (or the default)."""
+    if value is None:
+        return default
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def consent_state(raw: str | None) -> int:
+    """Given a stored consent JSON, return 0 (none), 1 (granted and visible) or 2 (hidden)."""
+    if raw is None:
+        return 0
+    consent = json.loads(raw)
+    if not isinstance(consent, dict) or consent.get("visible") is False or consent.get("revoked_at"):
+        return 2
+    return 1
+
+
+def json_list(raw: str | None) -> list[str]:
+    """Given a stored JSON list (or None), return it (an empty list for None or ``[]``)."""
+    return json.loads(raw) if raw and raw != "[]" else []

@@ -147,3 +147,33 @@ def test_postgres_folds_the_hash_embedder_through_words(pg_store_url: str) -> No
     assert fabric.remember(kind="fact", content=" ".join(b for _, b in pairs)).supersedes is None
     assert fabric.remember(kind="fact", content=first.content + " again").supersedes == first.id
     memory.close()
+
+
+def test_above_among_finds_rows_by_rowid_either_way(tmp_path: Path) -> None:
+    """The candidates' slots are found by a binary search while rowids ascend, else one by one: the
+    same rows either way, rows the index does not hold left out."""
+    memory, fabric = _fabric(tmp_path / "m.db", 0)
+    texts = _notes(200, seed=12)
+    for text in texts:
+        fabric.remember(kind="fact", content=text, consolidate=False)
+    index = memory.index
+    with index.lock:
+        index.refresh()
+        held = [int(r) for r in index.rowids[: index.size]]
+        asked = [*held[::3], 10**9, -5, held[7]]
+        query = memory.embedder.embed([texts[21]])[0]
+        assert index._ascending
+        fast = index.above_among(query, asked, 0.0, ["fact"], 1e12, False, limit=1000)
+        index._ascending = False
+        slow = index.above_among(query, asked, 0.0, ["fact"], 1e12, False, limit=1000)
+    assert fast == slow
+    assert {r for r, _ in fast} == set(held[::3]) | {held[7]}
+    memory.close()
+
+
+def test_a_cached_word_count_is_counted_again_as_the_store_grows() -> None:
+    from afi.providers.memory.fabric.lexical import stale_after
+
+    assert stale_after(0, 10) == 64  # a small store counts a rare word again after 64 changes
+    assert stale_after(5_000, 10) == 5_000  # a common word's count is good while off by less than itself
+    assert stale_after(3, 1_000_000) == 3_906  # at a million, after a 256th of the store's changes
