@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +125,17 @@ def https_server(folder: Path) -> Iterator[HttpsServer]:
     httpd = _Server(("127.0.0.1", 0), _handler(state))
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
     state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    with serving(httpd):
+        yield state
+
+
+@contextmanager
+def serving(httpd: HTTPServer) -> Iterator[None]:
+    """Run ``httpd`` in a thread until the block ends, then shut it down and close its socket."""
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield state
+        yield
     finally:
         httpd.shutdown()
         httpd.server_close()

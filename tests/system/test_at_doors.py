@@ -13,21 +13,16 @@ import httpx
 import pytest
 
 from afi.clients.mcp import McpClient
-from tests.support.doors import instant, served_doors
+from tests.support.doors import Doors, instant, served_doors
 from tests.support.fuse import afi_mount, needs_fuse
 from tests.support.ssh import OPTS
 
 
 @dataclass(frozen=True)
-class Served:
-    http: str
-    ssh_port: int
-    token: str
-    ssh_key: Path
-    db: Path
-    root: Path
-    base: Path
-    monday: str
+class Served(Doors):
+    """The doors, and an instant between the two writes."""
+
+    monday: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         doors.put("/facts/deploy.md", b"We deploy with a zebra canary on Mondays")
         monday = instant()
         doors.put("/facts/deploy.md", b"We deploy blue-green with an okapi gate now")
-        yield Served(doors.http, doors.ssh_port, doors.token, doors.ssh_key, doors.db, doors.root, doors.base, monday)
+        yield Served(**vars(doors), monday=monday)
 
 
 def test_http_reads_and_searches_monday(served: Served) -> None:

@@ -15,21 +15,17 @@ import httpx
 import pytest
 
 from tests.support.cli import afi
-from tests.support.doors import instant, served_doors
+from tests.support.doors import Doors, instant, served_doors
 from tests.support.fuse import afi_mount, needs_fuse
 from tests.support.ssh import OPTS
 
 
 @dataclass(frozen=True)
-class Served:
-    http: str
-    ssh_port: int
-    token: str
-    ssh_key: Path
-    db: Path
-    base: Path
-    monday: str
-    tuesday: str
+class Served(Doors):
+    """The doors, and two instants between the writes."""
+
+    monday: str = ""
+    tuesday: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +40,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         tuesday = instant()
         httpx.delete(f"{doors.http}/afi/delete", params={"path": "/files/budget.txt"},
                      headers=doors.auth).raise_for_status()  # fmt: skip
-        yield Served(doors.http, doors.ssh_port, doors.token, doors.ssh_key, doors.db, doors.base, monday, tuesday)
+        yield Served(**vars(doors), monday=monday, tuesday=tuesday)
 
 
 def test_http_reads_and_refuses_the_past(served: Served) -> None:

@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -28,8 +27,8 @@ from afi.clients.fs import FsClient
 from afi.clients.mcp import McpClient
 from afi.clients.ssh import SshClient
 from afi.errors import Conflict, NotFound
+from tests.support.doors import Doors, served_doors
 from tests.support.fuse import afi_mount, needs_fuse
-from tests.support.ssh import add_key, keygen, start_afi
 
 NAMES = ("a.md", "b.txt", "c")
 FOLDERS = ("x", "y/z")
@@ -142,33 +141,10 @@ def _run(client: AfiClient, door: str, seed: int) -> Tally:
     return tally
 
 
-@dataclass
-class Doors:
-    http: str
-    ssh_port: int
-    token: str
-    ssh_key: Path
-    db: Path
-    root: Path
-    base: Path
-
-
 @pytest.fixture(scope="module")
 def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Doors]:
-    from afi.auth.keys import KeyStore
-
-    base = tmp_path_factory.mktemp("model")
-    db, root = base / "afi.db", base / "files"
-    token = KeyStore(db).create(space="default", scopes=("afi:write",), name="writer")[1]
-    writer = next(k.id for k in KeyStore(db).list() if k.name == "writer")
-    ssh_key = keygen(base, "writer")
-    add_key(db, ssh_key.with_suffix(".pub"), api_key=writer)
-    store = ["--db", str(db), "--root", str(root)]
-    with (
-        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", *store], base / "xdg") as http,
-        start_afi(["ssh", "--port", "0", "--conn-rate", "0", "--cmd-rate", "0", *store], base / "xdg") as ssh,
-    ):
-        yield Doors(f"http://127.0.0.1:{http['http']}", ssh["ssh"], token, ssh_key, db, root, base)
+    with served_doors(tmp_path_factory.mktemp("model")) as served:
+        yield served
 
 
 def _report(door: str, tally: Tally) -> None:

@@ -278,12 +278,16 @@ class ClientMetadataDocuments:
     async def _fetch(self, url: str) -> tuple[bytes, int]:
         """The document's bytes and how long to keep them."""
         host, port, target = _check_url(url)
-        addresses = await _resolve(host, port, host.strip("[]") in self.policy.allow_hosts)
         shown = f"[{host}]" if ":" in host else host
-        headers = {"Host": shown if port == 443 else f"{shown}:{port}", "Accept": "application/json"}
+        headers = {
+            "Host": shown if port == 443 else f"{shown}:{port}",
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",  # the byte cap counts what is sent: no compressed bomb
+        }
         limit, seconds = self.policy.max_bytes, self.policy.timeout
         try:
-            with anyio.fail_after(seconds):  # the whole exchange, a body sent a byte at a time too
+            with anyio.fail_after(seconds):  # the name's lookup and the whole exchange, a body a byte at a time too
+                addresses = await _resolve(host, port, host.strip("[]") in self.policy.allow_hosts)
                 async with httpx.AsyncClient(
                     verify=self._tls, trust_env=False, follow_redirects=False, timeout=httpx.Timeout(seconds)
                 ) as http:
@@ -321,7 +325,7 @@ async def _read(response: httpx.Response, limit: int) -> tuple[bytes, int]:
     """A checked response's body, at most ``limit`` bytes, and how long to keep it."""
     _check_response(response, limit)
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.aiter_raw():
         body += chunk
         if len(body) > limit:
             raise ClientMetadataError(f"the client's metadata document is over {limit} bytes")
@@ -340,6 +344,9 @@ def _check_response(response: httpx.Response, limit: int) -> None:
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if not _JSON_TYPE.match(kind):
         raise ClientMetadataError(f"the client's metadata document is {kind or 'untyped'}, not application/json")
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise ClientMetadataError(f"the client's metadata document came {encoding[:40]}-encoded; identity was asked")
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
         raise ClientMetadataError(f"the client's metadata document is over {limit} bytes")

@@ -36,7 +36,10 @@ _STEMS = (
     "SELECT i, COALESCE((SELECT array_agg(lexeme ORDER BY lexeme) FROM unnest(to_tsvector('english'::regconfig, t))), "
     "'{}') FROM unnest(?::text[]) WITH ORDINALITY AS q(t, i)"
 )
-_DOC_FREQ = "SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE lexical @@ quote_literal(?)::tsquery LIMIT ?) AS hit"
+_DOC_FREQS = (
+    "SELECT l, (SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE lexical @@ quote_literal(l)::tsquery LIMIT ?) AS hit) "
+    "FROM unnest(?::text[]) AS l"
+)
 _CORPUS = "SELECT COUNT(*), COALESCE(AVG(length(lexical)), 0) FROM notes"
 _COMMON = (
     "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
@@ -98,6 +101,7 @@ class PgTermStats:
         out: dict[str, int] = {}
         common = self.common(conn, seq)
         notes = self.corpus(conn, seq)[0] if common else 0
+        missing: list[str] = []
         for lexeme in lexemes:
             share = common.get(lexeme)
             if share is not None:
@@ -112,12 +116,15 @@ class PgTermStats:
             ):
                 out[lexeme] = min(cached[0], cap)
                 continue
-            count = int(conn.execute(_DOC_FREQ, (lexeme, cap)).fetchone()[0])
+            missing.append(lexeme)
+        if missing:  # counted in one round trip
+            counts = conn.execute(_DOC_FREQS, (cap, missing)).fetchall()
             with self._lock:
                 if len(self._df) > 200_000:
                     self._df.clear()
-                self._df[lexeme] = (count, seq, cap)
-            out[lexeme] = count
+                for lexeme, count in counts:
+                    self._df[str(lexeme)] = (int(count), seq, cap)
+                    out[str(lexeme)] = int(count)
         return out
 
     def corpus(self, conn: Any, seq: int) -> tuple[int, float]:

@@ -11,6 +11,7 @@ method) is a clear ``invalid_client``, never a 5xx; each states its figures.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import subprocess
@@ -22,22 +23,17 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from mcp import Client
-from mcp.client.auth import OAuthClientProvider
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 from afi.auth.audit import AuditLog
 from afi.storage.database import open_database
 from tests.support.cli import afi
-from tests.support.mcp import run
 from tests.support.servers import AfiServer
 from tests.support.tls import HttpsServer, Reply, https_server
 
-from .test_oauth_flow import REDIRECT, _pkce, _Storage, approve, oauth_server, stat, tokens_for
+from .test_oauth_flow import REDIRECT, _pkce, approve, oauth_server, sdk_read, stat, tokens_for
 
 JSON = {"Content-Type": "application/json"}
+GZIP = {"Content-Encoding": "gzip"}  # 10 KB sent, 10 MB once inflated
 
 
 @pytest.fixture(scope="module")
@@ -77,38 +73,16 @@ def test_the_mcp_sdk_client_with_a_metadata_url_gets_consent_reads_refreshes_and
 ) -> None:
     path = "/agents/sdk-client.json"
     url = publish(docs, path, grant_types=["authorization_code", "refresh_token"], token_endpoint_auth_method="none")
-    answered: list[AuthorizationCodeResult] = []
     pages: list[str] = []
 
-    async def redirect_handler(authorize_url: str) -> None:
+    def owner(http: httpx.Client, authorize_url: str) -> httpx.Response:
         assert parse_qs(urlsplit(authorize_url).query)["client_id"] == [url]  # no registration happened
-        with httpx.Client() as http:  # the owner's browser
-            parked = http.get(authorize_url)
-            pages.append(http.get(parked.headers["location"]).text)
-            answer = approve(http, authorize_url, server.tokens["admin"])
-        assert answer.status_code == 303, answer.text
-        sent = parse_qs(urlsplit(answer.headers["location"]).query)
-        answered.append(AuthorizationCodeResult(code=sent["code"][0], state=sent["state"][0], iss=sent["iss"][0]))
+        parked = http.get(authorize_url)
+        pages.append(http.get(parked.headers["location"]).text)
+        return approve(http, authorize_url, server.tokens["admin"])
 
-    async def callback_handler() -> AuthorizationCodeResult:
-        return answered[-1]
-
-    storage = _Storage()
-
-    async def body() -> str:
-        metadata = OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="A published agent")
-        auth = OAuthClientProvider(
-            server.url + "/mcp", metadata, storage, redirect_handler, callback_handler, client_metadata_url=url
-        )
-        async with (
-            create_mcp_http_client(auth=auth) as http,
-            Client(streamable_http_client(server.url + "/mcp", http_client=http), cache=None) as client,
-        ):
-            result = await client.call_tool("afi.read", {"path": "/files/hello.txt"})
-            assert not result.is_error, result.content
-            return result.content[0].text  # type: ignore[union-attr]
-
-    assert run(body) == "hello cimd\n"
+    read, storage = sdk_read(server, "A published agent", owner, client_metadata_url=url)
+    assert read == "hello cimd\n"
     registered = registrations(server)
     assert storage.client is not None and storage.client.client_id == url and url not in registered
     # the consent page named the client as its document does, and the host that publishes it
@@ -177,6 +151,7 @@ def _refusal_cases(docs: HttpsServer) -> list[tuple[str, str, str]]:
         "/refusals/redirect.json": Reply(b"", 302, {"Location": good}),
         "/refusals/slow.json": Reply(b"{}", delay=30),
         "/refusals/missing.json": Reply(b"{}", 404),
+        "/refusals/gzip.json": Reply(gzip.compress(b" " * 10_000_000 + b"{}"), headers={**JSON, **GZIP}),
     })  # fmt: skip
     publish(docs, "/refusals/mismatch.json", client_id=base + "/refusals/other.json")
     publish(docs, "/refusals/secret.json", token_endpoint_auth_method="client_secret_basic")
@@ -209,6 +184,7 @@ def _refusal_cases(docs: HttpsServer) -> list[tuple[str, str, str]]:
         (base + "/refusals/list.json", REDIRECT, "must be a JSON object"),
         (base + "/refusals/redirect.json", REDIRECT, "redirects are not followed"),
         (base + "/refusals/missing.json", REDIRECT, "answered 404"),
+        (base + "/refusals/gzip.json", REDIRECT, "came gzip-encoded; identity was asked"),
         (base + "/refusals/slow.json", REDIRECT, "did not arrive within 5 s"),
         (f"https://127.0.0.1:{_closed_port()}/client.json", REDIRECT, "could not be fetched"),
         (base + "/refusals/secret.json", REDIRECT, "public client"),

@@ -14,7 +14,7 @@ import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -153,12 +153,21 @@ def test_the_same_flow_on_postgresql(tmp_path: Path, pg_store_url: str) -> None:
         _sdk_flow(running)
 
 
-def _sdk_flow(server: AfiServer) -> None:
+def sdk_read(
+    server: AfiServer,
+    client_name: str,
+    owner: Callable[[httpx.Client, str], httpx.Response],
+    *,
+    client_metadata_url: str | None = None,
+) -> tuple[str, _Storage]:
+    """Read /files/hello.txt through MCP with the SDK's OAuth client (registering, or naming its
+    metadata document); ``owner(browser, authorize_url)`` plays the owner and returns the consent's
+    answer. Return what was read and the client's storage (its tokens and client)."""
     answered: list[AuthorizationCodeResult] = []
 
     async def redirect_handler(url: str) -> None:
         with httpx.Client() as http:  # the owner's browser
-            answer = approve(http, url, server.tokens["admin"])
+            answer = owner(http, url)
         assert answer.status_code == 303, answer.text
         sent = parse_qs(urlsplit(answer.headers["location"]).query)
         answered.append(AuthorizationCodeResult(code=sent["code"][0], state=sent["state"][0], iss=sent["iss"][0]))
@@ -169,8 +178,9 @@ def _sdk_flow(server: AfiServer) -> None:
     storage = _Storage()
 
     async def body() -> str:
-        metadata = OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="An agent far away")  # type: ignore[list-item]
-        auth = OAuthClientProvider(server.url + "/mcp", metadata, storage, redirect_handler, callback_handler)
+        metadata = OAuthClientMetadata(redirect_uris=[REDIRECT], client_name=client_name)  # type: ignore[list-item]
+        auth = OAuthClientProvider(server.url + "/mcp", metadata, storage, redirect_handler, callback_handler,
+                                   client_metadata_url=client_metadata_url)  # fmt: skip
         async with (
             create_mcp_http_client(auth=auth) as http,
             Client(streamable_http_client(server.url + "/mcp", http_client=http), cache=None) as client,
@@ -179,7 +189,12 @@ def _sdk_flow(server: AfiServer) -> None:
             assert not result.is_error, result.content
             return result.content[0].text  # type: ignore[union-attr]
 
-    assert run(body) == "hello oauth\n"
+    return run(body), storage
+
+
+def _sdk_flow(server: AfiServer) -> None:
+    read, storage = sdk_read(server, "An agent far away", lambda http, url: approve(http, url, server.tokens["admin"]))
+    assert read == "hello oauth\n"
     assert storage.tokens is not None and storage.tokens.access_token.startswith("afi_oat_")
     # the same principal over plain HTTP, with the grant's space and scopes
     assert stat(server, storage.tokens.access_token).status_code == 200

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from afi.auth.keys import KeyStore
 from tests.support.mcp import run, sdk
 from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.tls import serving
 
 AUDIENCE = "https://memory.example/api"
 
@@ -77,13 +77,8 @@ def issuer() -> Iterator[Issuer]:
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     idp.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(httpd):
         yield idp
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture(scope="module")
