@@ -102,7 +102,7 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
         new = texts(probes, seed=123 + n)
         rows = [
             {"fold": "vectors (exact)", **_mode(fabric, 1 << 62, copies, new, texts(probes // 2 + 100, seed=5 + n))},
-            {"fold": "word index", **_mode(fabric, 0, copies, new, texts(probes // 2 + 100, seed=6 + n))},
+            {"fold": "word index", **_mode(fabric, -1, copies, new, texts(probes // 2 + 100, seed=6 + n))},
         ]
         fabric.memory.store.close()
     columns = list(rows[0])

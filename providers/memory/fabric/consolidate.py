@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .lexical import normalize_note_text, query_terms
+from .lexical import has_words, normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .rows import iso_to_epoch
 from .store import NOTE_COLUMNS, note_from_row
@@ -28,6 +28,7 @@ from .vector_bytes import unpack_vector
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "WORD_FOLD_MIN",
     "FoldCandidate",
     "Plan",
     "fold_candidates",
@@ -40,8 +41,10 @@ __all__ = [
 DEFAULT_THRESHOLD = 0.85
 _CANDIDATE_POSTINGS = 200
 # past ``FOLD_EXACT_ROWS`` the fold scores every note holding one of the chosen words, up to this many
-# (at a million notes ~650 on average; past it, the BM25 best that many)
+# (at a million notes ~650 on average); more, and the exact vector search decides (~3% of writes at 1M)
 _WORD_CANDIDATES = 2048
+# below this threshold a near-duplicate need share few words (and may share only stopwords): vectors decide
+WORD_FOLD_MIN = 0.5
 
 
 @dataclass
@@ -78,14 +81,16 @@ def fold_candidates(
     if limit <= 0:
         return []
     index = memory.index
+    as_of = iso_to_epoch(now, 0.0)
+    # the word index is read before the lock, so recalls in this process do not wait on it
+    rowids = (
+        None if index.folds_by_vectors() or threshold < WORD_FOLD_MIN else _word_candidates(memory, content, threshold)
+    )
     with index.lock:
         index.refresh()
-        by_vectors = index.folds_by_vectors()
-        as_of = iso_to_epoch(now, 0.0)
-        if by_vectors:
+        if rowids is None:  # the vectors decide: a small scope, a dense embedder, or no bounded set of words
             near = index.above(embedding, threshold, [kind], as_of, memory.require_consent, limit=limit)
         else:
-            rowids = _word_candidates(memory, content, threshold)
             near = index.above_among(embedding, rowids, threshold, [kind], as_of, memory.require_consent, limit=limit)
     found: dict[str, FoldCandidate] = {}
     if near:
@@ -102,19 +107,21 @@ def fold_candidates(
 
 
 def _rarest_words(memory: Memory, content: str, threshold: float) -> list[str]:
-    """The content's rarest terms, enough that a note sharing a fraction ``threshold`` of them holds one."""
+    """The content's rarest terms, enough that a note sharing a fraction ``threshold**2`` of them holds one."""
     terms = query_terms(content)
-    # a cosine of t over token bags means about a fraction t of the tokens are shared: any 1 - t of
-    # them, plus one, hits every such note, so the rarest few are enough and keep the posting lists short
-    need = math.ceil(len(terms) * (1 - threshold)) + 1
+    # cosine t over bags of words: with A the new note's words and B the other's, t <= |A∩B| / sqrt(|A||B|)
+    # and |A∩B| <= |B| give |A∩B| >= t² |A|, so any (1 - t²) of A's words, plus one, reach every such
+    # note; the rarest few keep the posting lists short
+    need = math.ceil(len(terms) * (1 - threshold * threshold)) + 1
     return memory.store.select_terms(terms, max_postings=_CANDIDATE_POSTINGS, min_terms=need)
 
 
-def _word_candidates(memory: Memory, content: str, threshold: float) -> list[int]:
-    """The BM25 best ``_WORD_CANDIDATES`` rowids over the content's rarest words (on SQLite read from the
-    word index alone, across scopes: the vector index then keeps this scope's rows that recall may see)."""
+def _word_candidates(memory: Memory, content: str, threshold: float) -> list[int] | None:
+    """Every rowid holding one of the content's rarest words (on SQLite across scopes: the vector index
+    keeps this scope's rows that recall may see); None when that is no bounded set (no words the index
+    keeps, or more than ``_WORD_CANDIDATES`` notes), and the vectors must decide."""
     chosen = _rarest_words(memory, content, threshold)
-    return memory.store.rank_lexical(memory.scope, chosen, limit=_WORD_CANDIDATES, ordered=False) if chosen else []
+    return memory.store.every_match(memory.scope, chosen, limit=_WORD_CANDIDATES) if chosen else None
 
 
 def _lexical_batch(
@@ -145,11 +152,15 @@ def _lexical_batch(
 
 
 def plan_fold(content: str, candidate: FoldCandidate | None, threshold: float) -> Plan:
-    """Given the nearest candidate, return insert (below threshold), update (same tokens) or supersede."""
+    """Given the nearest candidate, return insert (below threshold), update (same tokens) or supersede.
+    Two different texts of which one has no word (emoji, punctuation) never fold: the hash embedder
+    gives every such text the same vector."""
     if candidate is None or candidate.cosine < threshold:
         return Plan("insert")
     if normalize_note_text(candidate.note.content) == normalize_note_text(content):
         return Plan("update", candidate.note)
+    if not has_words(content) or not has_words(candidate.note.content):
+        return Plan("insert")
     return Plan("supersede", candidate.note)
 
 

@@ -18,7 +18,8 @@ from .errors import MemoryValidationError
 
 __all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+# letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
+_TOKEN = re.compile(r"[^\W_]+")
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
@@ -34,7 +35,7 @@ class Embedder(Protocol):
 
 
 def hash_tokens(text: str) -> list[str]:
-    """Given text, return its lowercase ASCII alphanumeric tokens (the hash embedder's bag)."""
+    """Given text, return its lowercase alphanumeric tokens, any script (the hash embedder's bag)."""
     return _TOKEN.findall(text.lower())
 
 

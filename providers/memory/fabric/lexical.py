@@ -11,6 +11,7 @@ __all__ = [
     "TermStats",
     "bm25_rowids",
     "fts_query",
+    "has_words",
     "matching_rowids",
     "normalize_note_text",
     "query_terms",
@@ -19,7 +20,7 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_ALNUM = re.compile(r"[a-z0-9]+")
+_ALNUM = re.compile(r"[^\W_]+")  # letters and digits of any script
 
 # Small English list: these terms carry no subject and make BM25 posting lists long.
 _STOPWORDS_TEXT = """
@@ -35,12 +36,17 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
 def normalize_note_text(text: str) -> str:
-    """Given note text, return its lowercase alphanumeric tokens joined by spaces.
+    """Given note text, return its lowercase alphanumeric tokens (any script) joined by spaces.
 
     Two texts with the same normalised form are the same note: punctuation, case and spacing
-    rewording is not a contradiction.
+    rewording is not a contradiction. A text without any (punctuation, emoji) normalises to itself.
     """
-    return " ".join(_ALNUM.findall(text.lower()))
+    return " ".join(_ALNUM.findall(text.lower())) or text
+
+
+def has_words(text: str) -> bool:
+    """Whether the text holds a letter or digit of any script."""
+    return _ALNUM.search(text) is not None
 
 
 def query_terms(text: str, *, max_terms: int | None = None) -> list[str]:
@@ -78,19 +84,19 @@ def bm25_rowids(conn: sqlite3.Connection, match: str, *, limit: int | None = Non
     return [row[0] for row in conn.execute(f"{_BM25} LIMIT ?", (match, -1 if limit is None else limit))]
 
 
-def matching_rowids(conn: sqlite3.Connection, match: str, limit: int) -> list[int]:
-    """Given an FTS5 expression, return the rowids of every note it matches, in no order, when there
-    are at most ``limit``; else the best ``limit`` by BM25 (ranking every match costs ~3x reading them)."""
+def matching_rowids(conn: sqlite3.Connection, match: str, limit: int) -> list[int] | None:
+    """Given an FTS5 expression, return the rowids of every note it matches, in no order; None when
+    there are more than ``limit``."""
     rows = [row[0] for row in conn.execute("SELECT rowid FROM notes_lexical WHERE notes_lexical MATCH ? LIMIT ?",
                                            (match, limit + 1))]  # fmt: skip
-    return rows if len(rows) <= limit else bm25_rowids(conn, match, limit=limit)
+    return rows if len(rows) <= limit else None
 
 
 def stale_after(count: int, seq: int) -> int:
     """How many changes a cached document count of ``count`` stays good for, the store's change seq being
-    ``seq``: until it may be off by its own size, and by a 256th of the store's changes (a note's rare
-    words are counted again every 64 writes otherwise, most of a write's word-index time at a million)."""
-    return max(64, count, seq >> 8)
+    ``seq``: until it may be off by its own size, or by a 256th of the store's changes up to 1,024 (a
+    note's rare words were counted again every 64 writes, most of a write's word-index time at a million)."""
+    return max(64, count, min(seq >> 8, 1024))
 
 
 def rarest_terms(terms: list[str], stems: list[list[str]], df: dict[str, int], *, max_postings: int,

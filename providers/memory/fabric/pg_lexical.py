@@ -36,10 +36,7 @@ _STEMS = (
     "SELECT i, COALESCE((SELECT array_agg(lexeme ORDER BY lexeme) FROM unnest(to_tsvector('english'::regconfig, t))), "
     "'{}') FROM unnest(?::text[]) WITH ORDINALITY AS q(t, i)"
 )
-_DOC_FREQS = (
-    "SELECT l, (SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE lexical @@ quote_literal(l)::tsquery LIMIT ?) AS hit) "
-    "FROM unnest(?::text[]) AS l"
-)
+_DOC_FREQ = "SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE lexical @@ quote_literal(?)::tsquery LIMIT ?) AS hit"
 _CORPUS = "SELECT COUNT(*), COALESCE(AVG(length(lexical)), 0) FROM notes"
 _COMMON = (
     "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
@@ -117,14 +114,16 @@ class PgTermStats:
                 out[lexeme] = min(cached[0], cap)
                 continue
             missing.append(lexeme)
-        if missing:  # counted in one round trip
-            counts = conn.execute(_DOC_FREQS, (cap, missing)).fetchall()
+        if missing:  # one statement each (planned for its own lexeme, so the GIN is used), one round trip
+            with conn.raw.pipeline():
+                cursors = [conn.execute(_DOC_FREQ, (lexeme, cap)) for lexeme in missing]
+            counts = [int(cursor.fetchone()[0]) for cursor in cursors]
             with self._lock:
                 if len(self._df) > 200_000:
                     self._df.clear()
-                for lexeme, count in counts:
-                    self._df[str(lexeme)] = (int(count), seq, cap)
-                    out[str(lexeme)] = int(count)
+                for lexeme, count in zip(missing, counts, strict=True):
+                    self._df[lexeme] = (count, seq, cap)
+                    out[lexeme] = count
         return out
 
     def corpus(self, conn: Any, seq: int) -> tuple[int, float]:
@@ -154,21 +153,18 @@ def _tsquery(lexemes: Sequence[str]) -> str:
     return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
-def pg_matching_rowids(conn: Any, stats: PgTermStats, scope: Scope, terms: list[str], limit: int) -> list[int]:
+def pg_matching_rowids(conn: Any, stats: PgTermStats, scope: Scope, terms: list[str], limit: int) -> list[int] | None:
     """Given query terms, return the rowids of every note of the scope holding any of them, in no
-    order, when there are at most ``limit``; else the best ``limit`` by BM25."""
+    order; None when there are more than ``limit``, or when the terms make no lexeme (stopwords only)."""
     lexemes = sorted({lexeme for group in stats.stems(conn, terms) for lexeme in group})
     if not lexemes:
-        return []
+        return None
     rows = conn.execute(
         "SELECT n.rowid FROM notes n WHERE n.lexical @@ ?::tsquery AND n.tenant_id = ? AND n.resource_id = ? "
         "AND n.thread_id = ? LIMIT ?",
         (_tsquery(lexemes), scope.tenant_id, scope.resource_id, scope.thread_id, limit + 1),
     ).fetchall()
-    if len(rows) <= limit:
-        return [int(row[0]) for row in rows]
-    seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM note_changes").fetchone()[0])
-    return pg_bm25_rowids(conn, stats, scope, terms, seq=seq, limit=limit)
+    return [int(row[0]) for row in rows] if len(rows) <= limit else None
 
 
 def pg_bm25_rowids(

@@ -285,24 +285,31 @@ class Store:
             rows = conn.execute(sql, (match, *_scope_key(scope), *kinds, as_of, as_of, limit)).fetchall()
         return [row[0] for row in rows]
 
-    def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None, ordered: bool = True) -> list[int]:
+    def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None) -> list[int]:
         """Return the rowids of notes holding any of the terms, best BM25 first (the best ``limit``, or
         all). On SQLite the FTS5 index is read alone, across every scope (recall filters by the vector
-        index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only.
-        Not ``ordered`` (with a limit), every match comes in no order when there are no more than that."""
+        index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only."""
         if self.postgres:
             with self.read() as conn:
-                if not ordered and limit is not None:
-                    return pg_matching_rowids(conn, self.pg_term_stats, scope, terms, limit)
                 seq = self._latest_seq(conn)
                 return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit)
         match = fts_query(terms)
         if match is None:
             return []
         with self.read() as conn:
-            if not ordered and limit is not None:
-                return matching_rowids(conn, match, limit)  # type: ignore[arg-type]
             return bm25_rowids(conn, match, limit=limit)  # type: ignore[arg-type]
+
+    def every_match(self, scope: Scope, terms: list[str], *, limit: int) -> list[int] | None:
+        """Return the rowids of every note holding any of the terms, in no order (on SQLite across
+        scopes, as ``rank_lexical``); None when there are more than ``limit`` or no term is indexed."""
+        if self.postgres:
+            with self.read() as conn:
+                return pg_matching_rowids(conn, self.pg_term_stats, scope, terms, limit)
+        match = fts_query(terms)
+        if match is None:
+            return None
+        with self.read() as conn:
+            return matching_rowids(conn, match, limit)  # type: ignore[arg-type]
 
     @staticmethod
     def _latest_seq(conn: Connection) -> int:

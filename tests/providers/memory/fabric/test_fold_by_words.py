@@ -63,7 +63,7 @@ def test_the_default_switches_at_a_hundred_thousand_rows(tmp_path: Path) -> None
     memory.close()
 
 
-@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, 50], ids=["vectors", "words"])
+@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, -1], ids=["vectors", "words"])
 def test_a_near_duplicate_folds_and_a_new_note_does_not(tmp_path: Path, exact_rows: int) -> None:
     memory, fabric = _fabric(tmp_path / "m.db", exact_rows)
     originals = {}
@@ -92,7 +92,7 @@ def _colliding_words(embedder: HashEmbedder, count: int) -> list[tuple[str, str]
     return pairs[:count]
 
 
-@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, 0], ids=["vectors", "words"])
+@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, -1], ids=["vectors", "words"])
 def test_a_note_sharing_no_word_folds_only_by_vectors(tmp_path: Path, exact_rows: int) -> None:
     """Two notes of different words that the 384 hashed dimensions cannot tell apart (cosine 1): the
     exact vector search folds one into the other; the word index does not, as no word is shared."""
@@ -111,7 +111,7 @@ def test_a_lower_threshold_reads_more_words(tmp_path: Path) -> None:
     when the words it shares are common and the words it does not share are new."""
     memory = create_memory(tmp_path / "m.db", tenant_id="t", resource_id="r", thread_id="w")
     fabric = create_memory_fabric(memory, consolidate={"threshold": 0.5})
-    memory.index.fold_exact_rows = 0
+    memory.index.fold_exact_rows = -1
     common = [f"common{i}" for i in range(10)]
     with memory.store.write():
         for i in range(300):  # each common word is in 300 notes: past the word index's posting cap
@@ -146,13 +146,16 @@ def test_postgres_folds_the_hash_embedder_through_words(pg_store_url: str) -> No
     first = fabric.remember(kind="fact", content=" ".join(a for a, _ in pairs))
     assert fabric.remember(kind="fact", content=" ".join(b for _, b in pairs)).supersedes is None
     assert fabric.remember(kind="fact", content=first.content + " again").supersedes == first.id
+    # stopwords make no lexeme on PostgreSQL: the graph decides for such a note
+    only = fabric.remember(kind="fact", content="I am here")
+    assert fabric.remember(kind="fact", content="i am HERE.").id == only.id
     memory.close()
 
 
 def test_above_among_finds_rows_by_rowid_either_way(tmp_path: Path) -> None:
     """The candidates' slots are found by a binary search while rowids ascend, else one by one: the
     same rows either way, rows the index does not hold left out."""
-    memory, fabric = _fabric(tmp_path / "m.db", 0)
+    memory, fabric = _fabric(tmp_path / "m.db", -1)
     texts = _notes(200, seed=12)
     for text in texts:
         fabric.remember(kind="fact", content=text, consolidate=False)
@@ -176,4 +179,79 @@ def test_a_cached_word_count_is_counted_again_as_the_store_grows() -> None:
 
     assert stale_after(0, 10) == 64  # a small store counts a rare word again after 64 changes
     assert stale_after(5_000, 10) == 5_000  # a common word's count is good while off by less than itself
-    assert stale_after(3, 1_000_000) == 3_906  # at a million, after a 256th of the store's changes
+    assert stale_after(3, 100_000) == 390  # at 100k, after a 256th of the store's changes
+    assert stale_after(3, 1_000_000) == 1_024  # never more than 1,024 changes
+
+
+def _two_scopes(path: Path, filler: list[str], exact_rows: int):  # type: ignore[no-untyped-def]
+    """Another scope of the same store holding ``filler``, then this test's scope (its fabric)."""
+    other = create_memory(path, tenant_id="o", resource_id="r", thread_id="w")
+    other_fabric = create_memory_fabric(other)
+    with other.store.write():
+        for i, text in enumerate(filler):
+            other_fabric.remember(kind="fact", content=f"{text} own{i}q", consolidate=False)
+    other.close()
+    return _fabric(path, exact_rows)
+
+
+WORDS20 = [f"w{c}{d}zq" for c in "abcdefghij" for d in "xy"]
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "filler"),
+    [
+        # cosine 0.86: 20 words said again with 7 more; the shared words are common elsewhere
+        (" ".join(WORDS20), " ".join(WORDS20) + " " + " ".join(f"new{i}zq" for i in range(7)),
+         [" ".join(WORDS20)] * 250),
+        # cosine 0.89, most of what is shared is stopwords
+        ("he said that he would not be able to do it because of the rain today",
+         "he said that he would not be able to do it because of the snow tonight", ["said able"] * 250),
+    ],
+    ids=["more-words", "stopwords"],
+)  # fmt: skip
+def test_a_restatement_folds_through_words(tmp_path: Path, first: str, again: str, filler: list[str]) -> None:
+    """A note sharing t² of its words has cosine t at most: the fold asks for 1 − t² of them, plus one."""
+    memory, fabric = _two_scopes(tmp_path / "m.db", filler, -1)
+    original = fabric.remember(kind="fact", content=first)
+    cosine = float(memory.embedder.embed([first])[0] @ memory.embedder.embed([again])[0])
+    assert cosine >= 0.85
+    assert fabric.remember(kind="fact", content=again).supersedes == original.id
+    memory.close()
+
+
+def test_past_the_cap_the_vectors_decide(tmp_path: Path) -> None:
+    """When more than 2,048 notes (here another scope's) hold the chosen words, the exact search decides."""
+    text = "alpha bravo charlie delta echo foxtrot golf hotel"
+    memory, fabric = _two_scopes(tmp_path / "m.db", [text] * 2100, -1)
+    original = fabric.remember(kind="fact", content=text + " india")
+    assert fabric.remember(kind="fact", content=text + " juliet").supersedes == original.id
+    memory.close()
+
+
+def test_a_low_threshold_folds_by_vectors(tmp_path: Path) -> None:
+    """Below 0.5 a near-duplicate may share only stopwords, so the vectors decide whatever the size."""
+    memory = create_memory(tmp_path / "m.db", tenant_id="t", resource_id="r", thread_id="w")
+    fabric = create_memory_fabric(memory, consolidate={"threshold": 0.3})
+    memory.index.fold_exact_rows = -1
+    first = fabric.remember(kind="fact", content="it is what it is and it was")
+    second = fabric.remember(kind="fact", content="it is not what it was at all, lemur")
+    cosine = float(memory.embedder.embed([first.content])[0] @ memory.embedder.embed([second.content])[0])
+    assert cosine >= 0.3 and second.supersedes == first.id
+    memory.close()
+
+
+@pytest.mark.parametrize("exact_rows", [FOLD_EXACT_ROWS, -1], ids=["vectors", "words"])
+def test_notes_in_other_scripts_keep_their_own_rows(tmp_path: Path, exact_rows: int) -> None:
+    """Words of any script are words: unrelated Russian, Japanese or emoji-only notes were one vector
+    (no ASCII token) and one normalised text (empty), so each write overwrote the last."""
+    memory, fabric = _fabric(tmp_path / "m.db", exact_rows)
+    texts = ["Встреча с Анной в пятницу", "Купить молоко и хлеб", "東京で会議があります", "🎉🎉", "🚀", "!!!"]
+    notes = [fabric.remember(kind="fact", content=text) for text in texts]
+    assert len({note.id for note in notes}) == len(texts)
+    assert all(note.supersedes is None for note in notes)
+    again = fabric.remember(kind="fact", content="Встреча с Анной в пятницу!")  # the same words: the same note
+    assert again.id == notes[0].id
+    with memory.store.read() as conn:
+        stored = {row[0] for row in conn.execute("SELECT content FROM notes WHERE status = 'active'")}
+    assert set(texts[1:]) <= stored
+    memory.close()
