@@ -4,10 +4,10 @@ The note to fold into is the nearest same-kind note by cosine. On SQLite, up to 
 notes in a scope, it is found exactly by the vector index (``VectorIndex.above``: only rows that can
 reach the threshold are scored). Past that the scan of the postings grows with the notes (11 ms at a
 million), so the word index names the candidates instead: every note holding one of the new note's
-rarest words (the BM25 best when there are many), scored by exact cosine. A note at cosine 0.85 shares
-~85% of its words, so any ~15% of them, plus one, reach it. PostgreSQL folds the hash embedder's rows
-the same way (its HNSW graph missed a fifth of near-duplicates) and a model's dense rows through the
-graph (``folds_by_vectors``). The linker and evolution workers read a BM25 batch of neighbours.
+rarest words, scored by exact cosine; the vectors decide when more than 2,048 notes hold them. Two
+bags of words at cosine t share t² of the new note's words, so any 1 − t² of them, plus one, reach
+every such note. PostgreSQL asks its HNSW graph at every size (``folds_by_vectors``). The linker and
+evolution workers read a BM25 batch of neighbours.
 """
 
 from __future__ import annotations

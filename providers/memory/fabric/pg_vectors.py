@@ -10,8 +10,8 @@ reading the graph until enough rows pass the filter.
 The interface is the matrix index's (``mask``, ``top``, ``cosine``, ``above``, ``allowed_among``), so
 recall and consolidation read the same on both engines; the score reported is the plain dot product,
 as on SQLite. HNSW is approximate: recall's vector half may miss a row the exact matrix would rank in,
-and over the hash embedder's sparse rows the graph missed a fifth of near-duplicates, so consolidation
-asks it only for a model's dense rows (``folds_by_vectors``); sparse rows fold through the word index.
+and over the hash embedder's sparse rows consolidation's ``above`` missed a fifth of near-duplicates
+(NOTES.md, session 9).
 
 The column and the index hold each vector at half precision, as a ``sparsevec`` for a sparse embedder
 (the hash embedder) or a ``halfvec`` (a model's dense rows): :mod:`afi.storage.pg_vector_form` chose
@@ -133,10 +133,10 @@ class PgVectorIndex:
         return found
 
     def folds_by_vectors(self) -> bool:
-        """Whether consolidation asks the graph for near-duplicates: for a model's dense rows, whose
-        near-duplicates may share few words; not for the hash embedder's sparse rows, where the
-        graph found 326 of 400 edited copies at 100k notes and the word index all 400, sooner."""
-        return self.form != "sparsevec"
+        """Consolidation asks the graph: at a million notes the word index's candidates cost more here
+        (a statement for the words, one for mask and cosine: ~15 ms) than an HNSW search (~3 ms),
+        though over the hash embedder's rows the graph found only 326 of 400 edited copies at 100k."""
+        return True
 
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
               require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip

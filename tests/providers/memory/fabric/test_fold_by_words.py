@@ -4,6 +4,7 @@ every vector, and a write still folds into its near-duplicate."""
 from __future__ import annotations
 
 import random
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -125,30 +126,27 @@ def test_a_lower_threshold_reads_more_words(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_postgres_folds_the_hash_embedder_through_words(pg_store_url: str) -> None:
-    """PostgreSQL folds sparse rows through the word index at every size: edited copies fold, new
-    notes do not, and a twin sharing no word is not folded (the HNSW graph would have been asked)."""
+def test_postgres_folds_through_its_graph_and_can_score_word_candidates(pg_store_url: str) -> None:
+    """PostgreSQL asks its HNSW graph at every size; its ``above_among`` (the word path's scoring) keeps
+    the rows of the scope, kind and threshold asked, in one statement."""
     memory = create_memory(pg_store_url, tenant_id="t", resource_id="r", thread_id="w")
     fabric = create_memory_fabric(memory)
-    assert not memory.index.folds_by_vectors()
+    assert memory.index.folds_by_vectors()
     originals = {}
     with memory.store.write():
         for text in _notes(300, seed=6):
             originals[text] = fabric.remember(kind="fact", content=text, consolidate=False).id
-    rng = random.Random(2)
-    folded = 0
-    for text in rng.sample(sorted(originals), 30):
-        note = fabric.remember(kind="fact", content=_edited(text, rng))
-        folded += note.supersedes == originals[text] or note.id == originals[text]
-    assert folded == 30
-    assert all(fabric.remember(kind="fact", content=text).supersedes is None for text in _notes(20, seed=8))
-    pairs = _colliding_words(memory.embedder, 12)
-    first = fabric.remember(kind="fact", content=" ".join(a for a, _ in pairs))
-    assert fabric.remember(kind="fact", content=" ".join(b for _, b in pairs)).supersedes is None
-    assert fabric.remember(kind="fact", content=first.content + " again").supersedes == first.id
-    # stopwords make no lexeme on PostgreSQL: the graph decides for such a note
-    only = fabric.remember(kind="fact", content="I am here")
-    assert fabric.remember(kind="fact", content="i am HERE.").id == only.id
+    text = sorted(originals)[17]
+    again = fabric.remember(kind="fact", content=text + " again")
+    assert again.supersedes == originals[text]
+    with memory.store.read() as conn:
+        rowids = [int(row[0]) for row in conn.execute("SELECT rowid FROM notes WHERE status = 'active'").fetchall()]
+        target = int(conn.execute("SELECT rowid FROM notes WHERE id = ?", (again.id,)).fetchone()[0])
+    query = memory.embedder.embed([text + " again"])[0]
+    now = time.time()
+    found = memory.index.above_among(query, [*rowids, 10**12], 0.85, ["fact"], now, False)
+    assert [rowid for rowid, _ in found] == [target] and found[0][1] > 0.99
+    assert memory.index.above_among(query, rowids, 0.85, ["procedure"], now, False) == []
     memory.close()
 
 
