@@ -54,9 +54,9 @@ def _fabric(path: Path, exact_rows: int):  # type: ignore[no-untyped-def]
     return memory, fabric
 
 
-def test_the_default_switches_at_a_hundred_thousand_rows(tmp_path: Path) -> None:
+def test_the_default_switches_at_a_quarter_million_rows(tmp_path: Path) -> None:
     memory, _ = _fabric(tmp_path / "m.db", FOLD_EXACT_ROWS)
-    assert FOLD_EXACT_ROWS == 100_000
+    assert FOLD_EXACT_ROWS == 250_000
     index = memory.index
     assert index.folds_by_vectors()
     index.size = FOLD_EXACT_ROWS + 1
@@ -217,8 +217,11 @@ def test_a_restatement_folds_through_words(tmp_path: Path, first: str, again: st
     memory.close()
 
 
-def test_past_the_cap_the_vectors_decide(tmp_path: Path) -> None:
-    """When more than 2,048 notes (here another scope's) hold the chosen words, the exact search decides."""
+def test_past_the_cap_the_vectors_decide(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When more notes than the cap (here another scope's) hold the chosen words, the exact search decides."""
+    from afi.providers.memory.fabric import consolidate
+
+    monkeypatch.setattr(consolidate, "_WORD_CANDIDATES", 2048)
     text = "alpha bravo charlie delta echo foxtrot golf hotel"
     memory, fabric = _two_scopes(tmp_path / "m.db", [text] * 2100, -1)
     original = fabric.remember(kind="fact", content=text + " india")
