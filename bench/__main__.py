@@ -1,6 +1,7 @@
-"""``python -m bench <name>|all [--quick]``: run one benchmark module of this folder, or all of them.
+"""``python -m bench <name>|all [--quick] [--notes=N]``: run one benchmark module of this folder, or all.
 
-A benchmark is a module here with a ``run()`` function (``run(quick=...)`` when it has a quick mode).
+A benchmark is a module here with a ``run()`` function (``run(quick=...)`` when it has a quick mode,
+``run(notes=...)`` when it takes a note count).
 ``python -m bench._plots`` then draws each result beside its baseline (``make bench`` runs both).
 """
 
@@ -25,14 +26,22 @@ def benchmarks() -> list[str]:
 def main(argv: list[str]) -> int:
     """Given the command-line arguments, run the named benchmarks; return the exit code."""
     names = [a for a in argv if not a.startswith("-")]
-    quick = "--quick" in argv
+    options: dict[str, object] = {"quick": "--quick" in argv}
+    notes = [a.removeprefix("--notes=") for a in argv if a.startswith("--notes=")]
     known = benchmarks()
-    if len(names) != 1 or names[0] not in (*known, "all"):
-        print(f"usage: python -m bench {{{'|'.join(known)}|all}} [--quick]", file=sys.stderr)
+    unknown = [a for a in argv if a.startswith("-") and a != "--quick" and not a.startswith("--notes=")]
+    if len(names) != 1 or names[0] not in (*known, "all") or unknown or not all(n.isdigit() for n in notes):
+        print(f"usage: python -m bench {{{'|'.join(known)}|all}} [--quick] [--notes=N]", file=sys.stderr)
         return 2
+    if notes:
+        options["notes"] = int(notes[-1])
     for name in known if names[0] == "all" else names:
         run = importlib.import_module(f"bench.{name}").run
-        run(quick=quick) if "quick" in inspect.signature(run).parameters else run()
+        accepted = inspect.signature(run).parameters
+        if "notes" in options and "notes" not in accepted:
+            print(f"bench {name} takes no --notes", file=sys.stderr)
+            return 2
+        run(**{key: value for key, value in options.items() if key in accepted})
     return 0
 
 

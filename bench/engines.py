@@ -128,11 +128,12 @@ def _sqlite_bytes(db: Path, n: int) -> float:
 def _pg_bytes(url: str, empty: str, n: int) -> float:
     import psycopg
 
-    sizes = []
+    sizes: list[int] = []
     for each in (url, empty):
         with psycopg.connect(each, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
-            sizes.append(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+            sizes.append(int(size[0]) if size else 0)
     return (sizes[0] - sizes[1]) / n
 
 

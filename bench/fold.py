@@ -43,7 +43,7 @@ def _edited(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _mode(fabric: Any, exact_rows: int, copies: list[tuple[str, int]], new: list[str],
+def _mode(fabric: Any, exact_rows: int, copies: list[tuple[str, str]], new: list[str],
           fresh: list[str]) -> dict[str, Any]:  # fmt: skip
     from afi.providers.memory.fabric.consolidate import fold_candidates
     from afi.providers.memory.fabric.store import iso_now
@@ -53,13 +53,13 @@ def _mode(fabric: Any, exact_rows: int, copies: list[tuple[str, int]], new: list
     threshold, now = fabric.settings.threshold, iso_now()
     samples: list[float] = []
 
-    def nearest(text: str) -> int | None:
+    def nearest(text: str) -> str | None:
         embedding = memory.embedder.embed([text])[0]
         started = time.perf_counter()
         with memory.store.read():
             found = fold_candidates(memory, "fact", text, embedding, now, 8, threshold=threshold, neighbours=False)
         samples.append((time.perf_counter() - started) * 1000)
-        return found[0].note.id if found and found[0].cosine >= threshold else None  # type: ignore[no-any-return]
+        return found[0].note.id if found and found[0].cosine >= threshold else None
 
     for text, _ in copies:  # warm: the word index's term counts are cached as a running server has them
         nearest(text)

@@ -6,7 +6,7 @@ reach the threshold are scored). Past that the scan of the postings grows with t
 million), so the word index names the candidates instead: every note holding one of the new note's
 rarest words, scored by exact cosine; the vectors decide when more than 8,192 notes hold them. Two
 bags of words at cosine t share t² of the new note's words, so any 1 − t² of them, plus one, reach
-every such note. PostgreSQL asks its HNSW graph at every size (``folds_by_vectors``). The linker and
+every such note. PostgreSQL asks its HNSW graph at every size. The linker and
 evolution workers read a BM25 batch of neighbours.
 """
 
@@ -25,6 +25,7 @@ from .rows import iso_to_epoch
 from .store import NOTE_COLUMNS, note_from_row
 from .types import MemoryNote, NoteLink
 from .vector_bytes import unpack_vector
+from .vectors import VectorIndex
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -82,16 +83,17 @@ def fold_candidates(
         return []
     index = memory.index
     as_of = iso_to_epoch(now, 0.0)
+    # SQLite past fold_exact_rows; PostgreSQL asks its HNSW graph at every size
+    by_words = index if isinstance(index, VectorIndex) and not index.folds_by_vectors() else None
     # the word index is read before the lock, so recalls in this process do not wait on it
-    rowids = (
-        None if index.folds_by_vectors() or threshold < WORD_FOLD_MIN else _word_candidates(memory, content, threshold)
-    )
+    rowids = _word_candidates(memory, content, threshold) if by_words and threshold >= WORD_FOLD_MIN else None
     with index.lock:
         index.refresh()
-        if rowids is None:  # the vectors decide: a small scope, a dense embedder, or no bounded set of words
+        if by_words is not None and rowids is not None:
+            near = by_words.above_among(embedding, rowids, threshold, [kind], as_of, memory.require_consent,
+                                        limit=limit)  # fmt: skip
+        else:  # the vectors decide: a small scope, a dense embedder, or no bounded set of words
             near = index.above(embedding, threshold, [kind], as_of, memory.require_consent, limit=limit)
-        else:
-            near = index.above_among(embedding, rowids, threshold, [kind], as_of, memory.require_consent, limit=limit)
     found: dict[str, FoldCandidate] = {}
     if near:
         notes = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in near])

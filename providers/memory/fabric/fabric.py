@@ -110,7 +110,11 @@ class MemoryFabric:
             importance=f.get("importance"), source_entry_ids=f.get("source_entry_ids") or [],
             path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
         )  # fmt: skip
-        with memory.store.write():
+        with memory.store.write(memory.scope):
+            held = iso_now()  # the lock may have been waited for: fold into what is current now, not then
+            if held > now:
+                now = held
+                incoming = incoming.model_copy(update={"ingested_at": now, "created_at": now})
             candidates: list[FoldCandidate] = []
             unnamed_fold = folding and name is None and kind != "file"
             if unnamed_fold or link_k or patch_k:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Callable
 
 __all__ = [
     "STOPWORDS",
+    "StemCache",
     "TermStats",
     "bm25_rowids",
     "fts_query",
@@ -116,6 +118,29 @@ def rarest_terms(terms: list[str], stems: list[list[str]], df: dict[str, int], *
     return [terms[i] for i in sorted(kept)]
 
 
+class StemCache:
+    """Each term's stems (a fixed function of the term, so never stale), remembered for the next
+    query; forgotten all at once past ``_STEMS_KEPT`` terms."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stems: dict[str, list[str]] = {}
+
+    def of(self, terms: list[str], stem: Callable[[list[str]], list[list[str]]]) -> list[list[str]]:
+        """Given terms and how to stem those not remembered yet, return each term's stems."""
+        with self._lock:
+            known = {t: self._stems[t] for t in terms if t in self._stems}
+        unknown = [t for t in dict.fromkeys(terms) if t not in known]
+        if unknown:
+            found = dict(zip(unknown, stem(unknown), strict=True))
+            known.update(found)
+            with self._lock:
+                if len(self._stems) + len(found) > _STEMS_KEPT:
+                    self._stems.clear()
+                self._stems.update(found)
+        return [list(known[t]) for t in terms]
+
+
 class TermStats:
     """Document frequencies of the BM25 index's terms, so queries can leave out the terms whose
     posting lists are long: BM25 over a term found in most notes costs much and ranks little.
@@ -130,27 +155,22 @@ class TermStats:
         self._stemmer.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'instance')")
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[int, int]] = {}
-        self._stems: dict[str, list[str]] = {}
+        self._stems = StemCache()
 
     def stems(self, terms: list[str]) -> list[list[str]]:
         """Given terms, return the porter stems FTS5 indexes each under (remembered per term)."""
+        return self._stems.of(terms, self._stem)
+
+    def _stem(self, terms: list[str]) -> list[list[str]]:
         with self._lock:
-            known = {t: self._stems[t] for t in terms if t in self._stems}
-            unknown = list(dict.fromkeys(t for t in terms if t not in known))
-            if unknown:
-                self._stemmer.executemany(
-                    "INSERT INTO s (rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(unknown)]
-                )
-                rows = self._stemmer.execute("SELECT doc, term FROM sv ORDER BY doc, offset").fetchall()
-                self._stemmer.execute("DELETE FROM s")
-                found: list[list[str]] = [[] for _ in unknown]
-                for doc, term in rows:
-                    found[doc - 1].append(term)
-                if len(self._stems) + len(unknown) > _STEMS_KEPT:
-                    self._stems.clear()
-                self._stems.update(zip(unknown, found, strict=True))
-                known.update(zip(unknown, found, strict=True))
-        return [list(known[t]) for t in terms]
+            rows = [(i + 1, t) for i, t in enumerate(terms)]
+            self._stemmer.executemany("INSERT INTO s (rowid, t) VALUES (?, ?)", rows)
+            rows = self._stemmer.execute("SELECT doc, term FROM sv ORDER BY doc, offset").fetchall()
+            self._stemmer.execute("DELETE FROM s")
+        found: list[list[str]] = [[] for _ in terms]
+        for doc, term in rows:
+            found[doc - 1].append(term)
+        return found
 
     def doc_freq(self, conn: sqlite3.Connection, stems: set[str], seq: int) -> dict[str, int]:
         """Return each stem's document count (cached until the store grew past it)."""

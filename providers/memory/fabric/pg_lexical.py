@@ -24,10 +24,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .lexical import rarest_terms, stale_after
+from .lexical import StemCache, rarest_terms, stale_after
 from .types import Scope
 
-__all__ = ["PgTermStats", "pg_bm25_rowids", "pg_matching_rowids"]
+__all__ = ["PgTermStats", "pg_bm25_rowids"]
 
 K1 = 1.2
 B = 0.75
@@ -56,7 +56,7 @@ class PgTermStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._stems: dict[str, list[str]] = {}  # term -> its lexemes (a fixed function of the term)
+        self._stems = StemCache()
         self._df: dict[str, tuple[int, int, int]] = {}  # lexeme -> (notes holding it, change seq, cap counted to)
         self._corpus: tuple[int, float, int] | None = None  # (notes, average length, change seq)
         self._common: tuple[dict[str, float], int] | None = None  # (lexeme -> share of notes, change seq)
@@ -64,17 +64,14 @@ class PgTermStats:
     def stems(self, conn: Any, terms: list[str]) -> list[list[str]]:
         """Given terms, return the lexemes PostgreSQL's English configuration indexes each under
         (remembered per term: a recall asks once to choose its terms and again to rank by them)."""
-        with self._lock:
-            known = {t: self._stems[t] for t in terms if t in self._stems}
-        missing = [t for t in dict.fromkeys(terms) if t not in known]
-        if missing:
-            for i, lexemes in conn.execute(_STEMS, (missing,)).fetchall():
-                known[missing[int(i) - 1]] = list(lexemes or [])
-            with self._lock:
-                if len(self._stems) > 100_000:
-                    self._stems.clear()
-                self._stems.update({t: known[t] for t in missing if t in known})
-        return [list(known.get(t, [])) for t in terms]
+
+        def stem(unknown: list[str]) -> list[list[str]]:
+            found: list[list[str]] = [[] for _ in unknown]
+            for i, lexemes in conn.execute(_STEMS, (unknown,)).fetchall():
+                found[int(i) - 1] = list(lexemes or [])
+            return found
+
+        return self._stems.of(terms, stem)
 
     def common(self, conn: Any, seq: int) -> dict[str, float]:
         """The most common lexemes of the notes and the share of notes holding each, from the last
@@ -151,20 +148,6 @@ class PgTermStats:
 def _tsquery(lexemes: Sequence[str]) -> str:
     """An OR of the lexemes as a ``tsquery`` literal (each quoted, so nothing in it is an operator)."""
     return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
-
-
-def pg_matching_rowids(conn: Any, stats: PgTermStats, scope: Scope, terms: list[str], limit: int) -> list[int] | None:
-    """Given query terms, return the rowids of every note of the scope holding any of them, in no
-    order; None when there are more than ``limit``, or when the terms make no lexeme (stopwords only)."""
-    lexemes = sorted({lexeme for group in stats.stems(conn, terms) for lexeme in group})
-    if not lexemes:
-        return None
-    rows = conn.execute(
-        "SELECT n.rowid FROM notes n WHERE n.lexical @@ ?::tsquery AND n.tenant_id = ? AND n.resource_id = ? "
-        "AND n.thread_id = ? LIMIT ?",
-        (_tsquery(lexemes), scope.tenant_id, scope.resource_id, scope.thread_id, limit + 1),
-    ).fetchall()
-    return [int(row[0]) for row in rows] if len(rows) <= limit else None
 
 
 def pg_bm25_rowids(

@@ -132,31 +132,11 @@ class PgVectorIndex:
         found.sort(key=lambda item: -item[1])  # an iterative scan's order is relaxed
         return found
 
-    def folds_by_vectors(self) -> bool:
-        """Consolidation asks the graph: at a million notes the word index's candidates cost more here
-        (a statement for the words, one for mask and cosine: ~15 ms) than an HNSW search (~3 ms),
-        though over the hash embedder's rows the graph found only 326 of 400 edited copies at 100k."""
-        return True
-
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
               require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip
         """``(rowid, dot)`` of up to ``limit`` recallable rows whose dot product reaches ``threshold``."""
         nearest = self.top(query, self.mask(kinds, as_of, require_consent), limit, effort=FOLD_EFFORT)
         return [(rowid, dot) for rowid, dot in nearest if dot >= threshold]
-
-    def above_among(self, query: npt.NDArray[np.float32], rowids: Sequence[int], threshold: float,
-                    kinds: Sequence[str], as_of: float, require_consent: bool, *, limit: int = 32
-                    ) -> list[tuple[int, float]]:  # fmt: skip
-        """:meth:`above` over those rowids only (one statement)."""
-        if not rowids:
-            return []
-        where, params = self.mask(kinds, as_of, require_consent).where(self.scope)
-        cast, vector = self._query(query)
-        dot = f"-({self._vector()} <#> ?::{cast})"
-        sql = f"SELECT n.rowid, {dot} FROM notes n WHERE n.rowid = ANY(?) AND {where} AND {dot} >= ?"
-        with self.store.read() as conn:
-            rows = conn.execute(sql, [vector, list(rowids), *params, vector, threshold]).fetchall()
-        return sorted(((int(r), float(d)) for r, d in rows), key=lambda item: -item[1])[:limit]
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """The dot product of the query with each of those rows that has an embedding."""

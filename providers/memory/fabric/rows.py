@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -9,7 +10,7 @@ from typing import Any
 
 from .types import MemoryNote, NoteLink, PromotedFrom, Scope
 
-__all__ = ["NOTE_COLUMNS", "consent_state", "iso_now", "iso_to_epoch", "json_list", "note_from_row"]
+__all__ = ["NOTE_COLUMNS", "consent_state", "iso_now", "iso_to_epoch", "json_list", "note_from_row", "scope_lock_key"]
 
 _JSON_FIELDS = ("links", "tags", "keywords", "source_entry_ids", "promoted_from", "consent")
 NOTE_COLUMNS = (
@@ -29,6 +30,12 @@ def iso_now() -> str:
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:
     return (scope.tenant_id, scope.resource_id, scope.thread_id)
+
+
+def scope_lock_key(scope: Scope) -> int:
+    """The 64-bit PostgreSQL advisory lock key of a scope's note writes (a hash of the scope)."""
+    name = "\x00".join(("afi-scope", *_scope_key(scope))).encode()
+    return int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
 
 
 def note_from_row(row: Sequence[Any], scope: Scope | None = None) -> MemoryNote:

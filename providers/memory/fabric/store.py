@@ -29,9 +29,9 @@ from afi.storage.postgres_schema import applied_pg_steps
 
 from .errors import MemoryValidationError
 from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
-from .pg_lexical import PgTermStats, pg_bm25_rowids, pg_matching_rowids
+from .pg_lexical import PgTermStats, pg_bm25_rowids
 from .render import render_note
-from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row
+from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row, scope_lock_key
 from .types import MemoryNote, Scope
 from .vector_bytes import pack_vector
 
@@ -73,14 +73,17 @@ class Store:
             raise MemoryValidationError("the memory store is closed")
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """Run the block in a write transaction, joining the one this thread holds (if any)."""
+    def write(self, scope: Scope | None = None) -> Iterator[Connection]:
+        """Run the block in a write transaction, joining this thread's (if any). With a scope, on PostgreSQL,
+        hold its advisory lock to the end: its writers take turns, as ``BEGIN IMMEDIATE`` makes SQLite's."""
         self._check_open()
         with self.database.transaction() as conn:
             serial = self.database.transaction_serial()
             if serial is not None and getattr(self._local, "tx", None) != serial:
                 self._local.tx = serial
                 self.database.after_transaction(functools.partial(self._ended, serial))
+            if scope is not None and self.postgres:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (scope_lock_key(scope),))
             yield conn
 
     def _ended(self, tx: int, committed: bool) -> None:
@@ -300,12 +303,9 @@ class Store:
             return bm25_rowids(conn, match, limit=limit)  # type: ignore[arg-type]
 
     def every_match(self, scope: Scope, terms: list[str], *, limit: int) -> list[int] | None:
-        """Return the rowids of every note holding any of the terms, in no order (on SQLite across
-        scopes, as ``rank_lexical``); None when there are more than ``limit`` or no term is indexed."""
-        if self.postgres:
-            with self.read() as conn:
-                return pg_matching_rowids(conn, self.pg_term_stats, scope, terms, limit)
-        match = fts_query(terms)
+        """The rowids of every note (any scope, as ``rank_lexical``) holding any of the terms, in no order;
+        None past ``limit``, when no term is indexed, and on PostgreSQL (its fold asks the HNSW graph)."""
+        match = None if self.postgres else fts_query(terms)
         if match is None:
             return None
         with self.read() as conn:

@@ -309,7 +309,8 @@ class VectorIndex:
 
     def folds_by_vectors(self) -> bool:
         """Whether consolidation asks :meth:`above` for near-duplicates: while the scope holds at most
-        ``fold_exact_rows`` rows; past that the word index names the candidates (linear no more)."""
+        ``fold_exact_rows`` rows; past that the word index names the candidates (linear no more). Asked
+        before :meth:`refresh`: a process's first fold counts no rows yet, goes by the vectors, loads them."""
         return self.size <= self.fold_exact_rows
 
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,

@@ -4,7 +4,6 @@ every vector, and a write still folds into its near-duplicate."""
 from __future__ import annotations
 
 import random
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,38 +12,7 @@ import pytest
 from afi.providers.memory import create_memory, create_memory_fabric
 from afi.providers.memory.fabric.embedders import HashEmbedder
 from afi.providers.memory.fabric.vectors import FOLD_EXACT_ROWS
-
-SYLLABLES = ["ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "ze", "qu", "bo", "di", "fe", "gu", "ho"]
-
-
-def _vocabulary(size: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    words: set[str] = set()
-    while len(words) < size:
-        words.add("".join(rng.choices(SYLLABLES, k=rng.randint(2, 4))))
-    return sorted(words)
-
-
-def _notes(n: int, seed: int) -> list[str]:
-    """n notes of 12–20 words, words drawn unevenly (a few common, many rare), as prose is."""
-    rng = random.Random(seed)
-    vocabulary = _vocabulary(3000, seed)
-    weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
-    return [" ".join(rng.choices(vocabulary, weights, k=rng.randint(12, 20))) + f" item{i}" for i in range(n)]
-
-
-def _edited(text: str, rng: random.Random) -> str:
-    """The same note said a little differently: one word dropped, replaced or added."""
-    words = text.split()
-    at = rng.randrange(len(words) - 1)  # the last word (item<i>) stays: it names the note
-    match rng.randrange(3):
-        case 0:
-            del words[at]
-        case 1:
-            words[at] = "newly"
-        case _:
-            words.insert(at, "indeed")
-    return " ".join(words)
+from tests.support.fold_notes import edited, prose_notes
 
 
 def _fabric(path: Path, exact_rows: int):  # type: ignore[no-untyped-def]
@@ -68,15 +36,15 @@ def test_the_default_switches_at_a_quarter_million_rows(tmp_path: Path) -> None:
 def test_a_near_duplicate_folds_and_a_new_note_does_not(tmp_path: Path, exact_rows: int) -> None:
     memory, fabric = _fabric(tmp_path / "m.db", exact_rows)
     originals = {}
-    for text in _notes(400, seed=3):
+    for text in prose_notes(400, seed=3):
         originals[text] = fabric.remember(kind="fact", content=text).id
     assert memory.index.folds_by_vectors() == (exact_rows == FOLD_EXACT_ROWS)
     rng = random.Random(9)
     folded = 0
     for text in rng.sample(sorted(originals), 60):
-        note = fabric.remember(kind="fact", content=_edited(text, rng))
+        note = fabric.remember(kind="fact", content=edited(text, rng))
         folded += note.supersedes == originals[text] or note.id == originals[text]
-    inserted = sum(fabric.remember(kind="fact", content=text).supersedes is None for text in _notes(60, seed=4))
+    inserted = sum(fabric.remember(kind="fact", content=text).supersedes is None for text in prose_notes(60, seed=4))
     print(f"fold_exact_rows={exact_rows}: 60 edited copies, {folded} folded; 60 new notes, {inserted} inserted")
     assert folded == 60
     assert inserted == 60
@@ -126,27 +94,18 @@ def test_a_lower_threshold_reads_more_words(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_postgres_folds_through_its_graph_and_can_score_word_candidates(pg_store_url: str) -> None:
-    """PostgreSQL asks its HNSW graph at every size; its ``above_among`` (the word path's scoring) keeps
-    the rows of the scope, kind and threshold asked, in one statement."""
+def test_postgres_folds_through_its_graph(pg_store_url: str) -> None:
+    """PostgreSQL asks its HNSW graph at every size, and the word index is never asked there."""
     memory = create_memory(pg_store_url, tenant_id="t", resource_id="r", thread_id="w")
     fabric = create_memory_fabric(memory)
-    assert memory.index.folds_by_vectors()
     originals = {}
     with memory.store.write():
-        for text in _notes(300, seed=6):
+        for text in prose_notes(300, seed=6):
             originals[text] = fabric.remember(kind="fact", content=text, consolidate=False).id
     text = sorted(originals)[17]
     again = fabric.remember(kind="fact", content=text + " again")
     assert again.supersedes == originals[text]
-    with memory.store.read() as conn:
-        rowids = [int(row[0]) for row in conn.execute("SELECT rowid FROM notes WHERE status = 'active'").fetchall()]
-        target = int(conn.execute("SELECT rowid FROM notes WHERE id = ?", (again.id,)).fetchone()[0])
-    query = memory.embedder.embed([text + " again"])[0]
-    now = time.time()
-    found = memory.index.above_among(query, [*rowids, 10**12], 0.85, ["fact"], now, False)
-    assert [rowid for rowid, _ in found] == [target] and found[0][1] > 0.99
-    assert memory.index.above_among(query, rowids, 0.85, ["procedure"], now, False) == []
+    assert memory.store.every_match(memory.scope, text.split(), limit=10) is None
     memory.close()
 
 
@@ -154,7 +113,7 @@ def test_above_among_finds_rows_by_rowid_either_way(tmp_path: Path) -> None:
     """The candidates' slots are found by a binary search while rowids ascend, else one by one: the
     same rows either way, rows the index does not hold left out."""
     memory, fabric = _fabric(tmp_path / "m.db", -1)
-    texts = _notes(200, seed=12)
+    texts = prose_notes(200, seed=12)
     for text in texts:
         fabric.remember(kind="fact", content=text, consolidate=False)
     index = memory.index
