@@ -197,9 +197,10 @@ class PostgresDatabase(TransactionsMixin):
                 f"the PostgreSQL store {redact_url(self._url)} lent no connection within {self.pool.timeout:.0f} s "
                 f"(all {self.pool.max_size} of this process's are busy, or the server does not answer)"
             ) from None
-        except psycopg.errors.TransactionRollback:  # a deadlock or a serialization failure: nothing was kept
-            raise Conflict("the write raced another one on the store and was rolled back; try it again") from None
-        except psycopg.OperationalError as err:  # the server went away or restarted: the pool replaces it
+        except psycopg.OperationalError as err:
+            if (err.sqlstate or "").startswith("40"):  # a deadlock or a serialization failure: nothing was kept
+                raise Conflict("the write raced another one on the store and was rolled back; try it again") from None
+            # the server went away or restarted: the pool replaces the connection
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise Internal(f"lost the PostgreSQL store {redact_url(self._url)}: {reason}") from None
 

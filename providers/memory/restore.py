@@ -20,7 +20,7 @@ from afi.errors import InvalidPath
 from afi.provider import Caller
 from afi.storage.database import Database
 
-from .fabric.fabric import retire_at
+from .fabric.clock import retire_at
 from .fabric.rows import iso_now
 from .fabric.types import MemoryNote
 from .timeline import Progress, notes_at, past_instant

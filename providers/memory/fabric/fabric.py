@@ -11,10 +11,10 @@ import hashlib
 import os
 import threading
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .attach import Attachment, check_session
+from .clock import retire_at, write_time
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
 from .errors import MemoryConflictError, MemoryValidationError
@@ -30,7 +30,7 @@ from .working import append_block, check_label, read_blocks, set_block, tombston
 if TYPE_CHECKING:
     from ..ledger.conversation import ConversationResult
 
-__all__ = ["MemoryFabric", "create_memory_fabric", "retire_at"]
+__all__ = ["MemoryFabric", "create_memory_fabric"]
 
 _VALID_NOW = "(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
 
@@ -111,7 +111,7 @@ class MemoryFabric:
             path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
         )  # fmt: skip
         with memory.store.write(memory.scope):
-            held = iso_now()  # the lock may have been waited for: fold into what is current now, not then
+            held = write_time(memory.store, memory.scope)  # fold into what is current now, not when asked
             if held > now:
                 now = held
                 incoming = incoming.model_copy(update={"ingested_at": now, "created_at": now})
@@ -146,14 +146,14 @@ class MemoryFabric:
     def _plan(self, kind: str, incoming: MemoryNote, explicit_id: bool, candidates: list[FoldCandidate],
               folding: bool, unnamed_fold: bool, now: str) -> Plan:  # fmt: skip
         name = incoming.name
-        holder = self.find(kind, name) if name is not None else None
+        holder = self.find(kind, name, as_of=now) if name is not None else None
         if explicit_id or incoming.supersedes is not None:
             target = self._current_row(incoming.supersedes, now) if incoming.supersedes is not None else None
             if holder is not None and holder.id not in (incoming.id, incoming.supersedes):
                 raise MemoryConflictError(f"the {kind} name {name!r} is held by note {holder.id}")
             return Plan("supersede", target) if target is not None else Plan("insert")
         if kind == "file" and folding:
-            current = self.find_file(incoming.path or "")
+            current = self.find_file(incoming.path or "", as_of=now)
             if current is not None:
                 return Plan("update", current)
         if holder is not None:
@@ -186,14 +186,13 @@ class MemoryFabric:
         if plan.action == "supersede" and plan.target is not None:
             old = plan.target
             cut = retire_at(now, old.valid_from or old.created_at)
+            if incoming.valid_to is not None and incoming.valid_to <= (incoming.valid_from or cut):
+                raise MemoryValidationError(f"valid_to {incoming.valid_to} is not after {cut}, when this version of "
+                                            f"{old.id} would start")  # fmt: skip
             store.update_note(scope, old.model_copy(update={"valid_to": cut, "updated_at": now}))
-            incoming = incoming.model_copy(
-                update={
-                    "supersedes": old.id,
-                    "name": incoming.name or old.name,
-                    "valid_from": incoming.valid_from or cut,
-                }
-            )
+            starts = incoming.valid_from or cut
+            incoming = incoming.model_copy(update={"supersedes": old.id, "name": incoming.name or old.name,
+                                                   "valid_from": starts})  # fmt: skip
         if incoming.name is None:
             incoming = incoming.model_copy(update={"name": incoming.id})
         store.insert_note(scope, incoming, embedding)
@@ -252,9 +251,9 @@ class MemoryFabric:
         )  # fmt: skip
         return rows[0] if rows else None
 
-    def find_file(self, path: str) -> MemoryNote | None:
-        """Return the current file note for a workspace path, or None."""
-        now = iso_now()
+    def find_file(self, path: str, *, as_of: str | None = None) -> MemoryNote | None:
+        """Return the file note of a workspace path current at ``as_of`` (default now), or None."""
+        now = as_of or iso_now()
         rows = self.memory.store.select_notes(
             self.memory.scope, f"kind = 'file' AND path = ? AND status = 'active' AND {_VALID_NOW}",
             (path, now, now), order="seq DESC", limit=1,
@@ -310,7 +309,7 @@ class MemoryFabric:
             return ForgetResult(block=label, deleted=int(tombstone_block(self.memory, label)), held=False)
         note_id = check_hex(id, "id")
         store, scope = self.memory.store, self.memory.scope
-        with store.write():
+        with store.write(scope):
             rows = store.select_notes(scope, "id = ?", (note_id,))
             if not rows:
                 return ForgetResult(id=note_id, deleted=0, held=False)
@@ -388,13 +387,3 @@ def _observational(source: Any) -> bool:
     if callable(getattr(getattr(source, "session", None), "entries", None)):
         return True
     return callable(getattr(source, "observation", None)) and callable(getattr(source, "reflection", None))
-
-
-def retire_at(now: str, started: str) -> str:
-    """A superseded row's ``valid_to``: now, but never at or before the row's start, so no validity
-    window is empty (a note written and superseded within one millisecond stays readable ``as_of``
-    its creation)."""
-    if now > started:
-        return now
-    moment = datetime.fromisoformat(started.replace("Z", "+00:00")) + timedelta(milliseconds=1)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -79,7 +79,7 @@ class FabricRepointHandler:
         """Given a move within ``scope``, rewrite the path of its file notes; return how many moved."""
         self._check_scope(scope, "repoint")
         moved = 0
-        with self.store.write():
+        with self.store.write(self.scope):
             for note in self._file_notes([from_path], active_only=False):
                 name = to_path if note.name == from_path else note.name
                 # update_note without an embedding keeps the stored vector bytes untouched.
@@ -94,7 +94,7 @@ class FabricRepointHandler:
         status = "legal_hold" if "legal_hold" in (reason, self.reason) else "forgotten"
         at = iso_now()
         retired = 0
-        with self.store.write():
+        with self.store.write(self.scope):
             for note in self._file_notes(paths, active_only=True):
                 self.store.update_note(self.scope, note.model_copy(update={"status": status, "forgotten_at": at}))
                 retired += 1
@@ -126,7 +126,7 @@ def repoint_source(memory: Any, from_path: str, to_path: str, *, handlers: Seque
     _check_handlers(memory, handlers, "repoint")
     if from_path == to_path:
         return 0
-    with memory.store.write():
+    with memory.store.write(memory.scope):
         return sum(handler.repoint(from_path, to_path, scope=memory.scope) for handler in handlers)
 
 
@@ -145,7 +145,7 @@ class DeletionPropagator:
         """
         _check_path(path, "path")
         _check_handlers(self.memory, self.handlers, "deletion")
-        with self.memory.store.write():
+        with self.memory.store.write(self.memory.scope):
             return sum(h.delete([path], scope=self.memory.scope, reason=self.reason) for h in self.handlers)
 
 

@@ -70,7 +70,7 @@ def _retire_newly_ignored(space: Space) -> None:
 def file_written(space: Space, rel: str, full: bytes | None) -> None:
     """After a write of ``rel`` (``full``: its bytes when the index read them), bring its note in line."""
     text = _text(space, rel, full)
-    with space.fabric.memory.store.write():
+    with space.fabric.memory.store.write(space.fabric.memory.scope):
         if text is None:
             _retire(space, [rel])
         else:
@@ -89,7 +89,7 @@ def files_moved(space: Space, moved: Sequence[tuple[str, str]], overwritten: Seq
     memory = space.fabric.memory
     rules = ignore_rules(space)
     handler = create_fabric_repoint_handler(memory)
-    with memory.store.write():
+    with memory.store.write(memory.scope):
         _retire(space, overwritten)
         for old, new in moved:
             if rules.ignored(new):

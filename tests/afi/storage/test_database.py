@@ -158,3 +158,37 @@ def test_a_commit_of_a_failed_transaction_is_never_taken_for_success(pg_store_ur
 def test_a_password_in_the_query_string_is_hidden_too() -> None:
     shown = redact_url("postgresql://db.example/afi?sslmode=require&password=s3cret&user=afi")
     assert shown == "postgresql://db.example/afi?sslmode=require&password=***&user=afi"
+
+
+def test_a_deadlock_between_two_writers_is_a_conflict_for_one_and_nothing_for_the_other(pg_store_url: str) -> None:
+    """Two threads lock two rows in opposite orders: PostgreSQL ends one transaction (SQLSTATE 40P01,
+    which psycopg does not class as TransactionRollback); that writer gets a retryable conflict, not a
+    500 saying the store was lost, and the other commits."""
+    from afi.errors import AfiError
+
+    db = open_database(pg_store_url)
+    with db.transaction() as conn:
+        conn.execute("CREATE TABLE pair (k integer PRIMARY KEY, v integer)")
+        conn.execute("INSERT INTO pair VALUES (1, 0), (2, 0)")
+    both_hold = threading.Barrier(2)
+    outcome: dict[str, str] = {}
+
+    def writer(name: str, first: int, second: int) -> None:
+        try:
+            with db.transaction() as conn:
+                conn.execute("UPDATE pair SET v = v + 1 WHERE k = ?", (first,))
+                both_hold.wait(timeout=10)
+                conn.execute("UPDATE pair SET v = v + 1 WHERE k = ?", (second,))
+            outcome[name] = "committed"
+        except AfiError as err:
+            outcome[name] = f"{err.code}: {err.message}"
+
+    threads = [threading.Thread(target=writer, args=args) for args in (("a", 1, 2), ("b", 2, 1))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcome.values())[0] == "committed"
+    assert sorted(outcome.values())[1].startswith("conflict: the write raced another one"), outcome
+    with db.read() as conn:
+        assert conn.execute("SELECT SUM(v) FROM pair").fetchone()[0] == 2  # one transaction's two updates

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +32,7 @@ def test_same_note_is_rewritten_in_place(fabric: MemoryFabric) -> None:
 
 def test_changed_content_on_same_subject_supersedes(fabric: MemoryFabric) -> None:
     old = fabric.remember(kind="fact", content=OLD, name="dashboard")
+    time.sleep(0.002)  # a version superseded in its own millisecond shows at no instant (test_write_clock)
     other = fabric.remember(kind="fact", content=OLD.replace("seven", "nine"))  # unnamed: folds by similarity
     assert other.supersedes == old.id and other.name == "dashboard"
     retired = fabric.get(old.id)
@@ -127,9 +129,10 @@ def test_failed_supersede_leaves_nothing_half_written(fabric: MemoryFabric, monk
     assert [n.id for n in fabric.notes(include_invalid=True)] == [old.id]
 
 
-def test_a_row_superseded_within_its_first_millisecond_keeps_a_window() -> None:
-    from afi.providers.memory.fabric.fabric import retire_at
+def test_a_row_is_retired_when_its_successor_starts_never_before_its_own_start() -> None:
+    from afi.providers.memory.fabric.clock import retire_at
 
     start = "2026-01-01T00:00:00.000Z"
-    assert retire_at(start, start) == "2026-01-01T00:00:00.001Z"
+    assert retire_at(start, start) == start  # superseded in its first millisecond: an empty window
     assert retire_at("2026-01-01T00:00:00.005Z", start) == "2026-01-01T00:00:00.005Z"
+    assert retire_at(start, "2027-01-01T00:00:00.000Z") == "2027-01-01T00:00:00.000Z"  # it starts later

@@ -181,7 +181,7 @@ def test_kill_9_in_a_word_path_write_loop_loses_no_acknowledged_note(tmp_path: P
     fabric = create_memory_fabric(memory)
     _note_id, text = acknowledged[0]
     again = fabric.remember(kind="fact", content=text + " again")
-    assert again.supersedes is not None and _named(again.content) == "again"
+    assert again.supersedes is not None  # folded into the idea's current version
     assert not [c for _, c in _current(db) if c != again.content and _named(c) == _named(text)]
     memory.close()
 
@@ -254,8 +254,8 @@ def test_hostile_words_fold_through_the_word_index_as_through_the_vectors(tmp_pa
                 if twice.id != first.id and twice.supersedes != first.id:
                     tally.fail((way, i, text), "written twice, kept twice")
                 other = fabric.remember(kind="fact", content=copy)
-            except (MemoryValidationError, MemoryLimitError) as refused:
-                outcomes[way].append(f"refused: {refused}")
+            except (MemoryValidationError, MemoryLimitError) as refusal:
+                outcomes[way].append(f"refused: {refusal}")
                 if _row_count(fabric) != before:
                     tally.fail((way, i, text), "refused, yet rows were written")
                 continue

@@ -1,0 +1,117 @@
+"""A scope's write clock: versions written within one millisecond, or by a process whose clock runs
+behind, still form one chain with one current version, and a write reads back at once. They used to
+fork: a version superseding one started in the same millisecond started a millisecond later, so a
+read in that millisecond showed the old version, and the next writer superseded it again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afi.providers.memory import create_memory, create_memory_fabric
+from afi.providers.memory.fabric import clock, fabric
+from afi.providers.memory.fabric.errors import MemoryValidationError
+
+SCOPE = {"tenant_id": "t", "resource_id": "r", "thread_id": "w"}
+CURRENT = "SELECT id, content, supersedes FROM notes WHERE status = 'active' AND valid_to IS NULL AND {where}"
+
+
+def _current(memory: Any, where: str) -> list[tuple[Any, ...]]:
+    with memory.store.read() as conn:
+        return [tuple(row) for row in conn.execute(CURRENT.format(where=where)).fetchall()]
+
+
+def _frozen(monkeypatch: pytest.MonkeyPatch, stamp: str) -> None:
+    for module in (clock, fabric):
+        monkeypatch.setattr(module, "iso_now", lambda: stamp)
+
+
+def test_versions_written_in_one_millisecond_keep_one_current_version(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    stamp = "2026-12-02T10:00:00.000Z"
+    _frozen(monkeypatch, stamp)
+    named = [notes.remember(kind="fact", name="x", content=f"version {i} of the deploy rule") for i in range(6)]
+    idea = "the release train leaves on thursday from the main branch after the checks"
+    unnamed = [notes.remember(kind="fact", content=f"{idea} {word}") for word in ("", "again", "still", "now")]
+    assert [n.supersedes for n in named[1:]] == [n.id for n in named[:-1]]  # one chain, in order
+    assert [row[0] for row in _current(memory, "name = 'x'")] == [named[-1].id]
+    found = notes.find("fact", "x")
+    assert found is not None and found.id == named[-1].id  # a write reads back in its own millisecond
+    assert [row[0] for row in _current(memory, "content LIKE 'the release train%'")] == [unnamed[-1].id]
+    assert {n.valid_from for n in named[1:]} == {stamp}  # the versions between: empty windows, kept
+    assert len([n for n in notes.notes(include_invalid=True) if n.name == "x"]) == 6
+    memory.close()
+
+
+def test_a_writer_whose_clock_runs_behind_folds_into_the_latest_version(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two replicas, the second's clock 200 ms behind the first's."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    _frozen(monkeypatch, "2026-12-02T10:00:00.200Z")
+    first = notes.remember(kind="fact", name="x", content="the first version")
+    second = notes.remember(kind="fact", name="x", content="the second version")
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
+    third = notes.remember(kind="fact", name="x", content="the third version, from a clock behind")
+    assert (second.supersedes, third.supersedes) == (first.id, second.id)
+    assert [row[0] for row in _current(memory, "name = 'x'")] == [third.id]
+    memory.close()
+
+
+def test_a_version_that_would_end_before_it_starts_is_refused(store_url: str) -> None:
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    kept = notes.remember(kind="fact", name="x", content="the rule as it stands")
+    with pytest.raises(MemoryValidationError, match="is not after"):
+        notes.remember(kind="fact", name="x", content="a rule that ended in 2020", valid_to="2020-01-01T00:00:00Z")
+    assert notes.find("fact", "x") == kept  # nothing was written: the old version is still current
+    assert len(notes.notes(include_invalid=True)) == 1
+    memory.close()
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from afi.provider import Caller
+    from afi.providers.memory.provider import MemoryProvider
+
+    provider = MemoryProvider(sys.argv[1], sys.argv[2])
+    owner = Caller(principal="local", space="default")
+    for i in range(int(sys.argv[4])):
+        provider.remember(owner, kind="fact", name="x", content=f"{sys.argv[3]} wrote version {i}")
+        print(i, flush=True)
+    """
+)
+
+
+def test_three_processes_writing_one_fact_leave_one_current_version(store_url: str, tmp_path: Path) -> None:
+    """The fact ``x`` (``/facts/x.md``) remembered 150 times by each of three processes through the
+    provider, under its space lock as through every door: one chain of versions, one current."""
+    env = {"PYTHONPATH": ":".join(sys.path), "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-c", _WRITER, store_url, str(tmp_path / "files")]
+    writers = [subprocess.Popen([*command, name, "150"], stdout=subprocess.PIPE, text=True, env=env) for name in "abc"]
+    acknowledged = 0
+    for writer in writers:
+        out, _ = writer.communicate(timeout=600)
+        assert writer.returncode == 0
+        acknowledged += len(out.split())
+    memory = create_memory(store_url, tenant_id="afi", resource_id="default", thread_id="main")
+    current = _current(memory, "name = 'x'")
+    with memory.store.read() as conn:
+        versions = conn.execute("SELECT id, supersedes FROM notes WHERE name = 'x'").fetchall()
+    forks = len(versions) - len({row[1] for row in versions})  # two versions superseding one note
+    print(f"3 processes, {acknowledged} writes of the fact x: {len(versions)} versions, {len(current)} current, "
+          f"{forks} forks")  # fmt: skip
+    assert acknowledged == 450
+    assert len(current) == 1 and forks == 0
+    assert current[0][1].endswith("wrote version 149")  # the last write of one of them
+    memory.close()
