@@ -10,6 +10,8 @@ successor starts, never later (an end pushed past the wall clock made the same f
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from .rows import iso_now
 from .store import Store
 from .types import Scope
@@ -18,6 +20,9 @@ __all__ = ["retire_at", "write_time"]
 
 # the last few changes: a write that retires one version and adds another changes two notes
 _RECENT = 4
+# a stamp further ahead of the wall clock is not a replica's skew but a bad time (a bundle's, say):
+# followed, it would date every later write in the future, where no read at "now" finds it
+_MAX_AHEAD = timedelta(seconds=60)
 
 
 def write_time(store: Store, scope: Scope) -> str:
@@ -30,7 +35,14 @@ def write_time(store: Store, scope: Scope) -> str:
     key = (scope.tenant_id, scope.resource_id, scope.thread_id)
     with store.read() as conn:
         rows = conn.execute(sql, (*key, *key)).fetchall()
-    return str(max([iso_now(), *(stamp for row in rows for stamp in row if stamp)]))
+    wall = iso_now()
+    bound = _later(wall, _MAX_AHEAD)
+    return max([wall, *(str(stamp) for row in rows for stamp in row if stamp and str(stamp) <= bound)])
+
+
+def _later(stamp: str, delta: timedelta) -> str:
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + delta
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def retire_at(now: str, started: str) -> str:

@@ -67,6 +67,19 @@ def test_a_writer_whose_clock_runs_behind_folds_into_the_latest_version(
     memory.close()
 
 
+def test_a_stamp_far_in_the_future_does_not_move_the_clock(store_url: str) -> None:
+    """A version dated in 9999 (a bundle may carry any time) is not followed: later writes are stamped
+    with the wall clock and read back now, instead of being dated where no read at "now" finds them."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    planted = notes.remember(kind="fact", name="far", content="dated in the far future")
+    far = "9999-01-01T00:00:00.000Z"
+    memory.store.update_note(memory.scope, planted.model_copy(update={"created_at": far, "updated_at": far}))
+    written = notes.remember(kind="fact", name="near", content="written now")
+    assert written.created_at < "9999" and notes.find("fact", "near") == written
+    memory.close()
+
+
 def test_a_version_that_would_end_before_it_starts_is_refused(store_url: str) -> None:
     memory = create_memory(store_url, **SCOPE)
     notes = create_memory_fabric(memory)
