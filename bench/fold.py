@@ -1,9 +1,11 @@
-"""Consolidation's two ways to find a near-duplicate on SQLite, side by side on one store.
+"""Consolidation's ways to find a near-duplicate, side by side: SQLite's two and PostgreSQL's.
 
 ``python -m bench.fold [--quick] [--notes N] [--store PATH] [--results-dir DIR]``. N notes of about 200
 characters (``bench.engines``' corpus) are remembered into a SQLite store (kept at ``--store`` for the
-next run, else a temporary one). Then, with the fold reading the **vectors** exactly (what a scope of up
-to ``FOLD_EXACT_ROWS`` notes does) and with the **word index** naming the candidates (past it):
+next run, else a temporary one), then copied into PostgreSQL (``afi db copy``). Measured, on SQLite with
+the fold reading the **vectors** exactly (what a scope of up to ``FOLD_EXACT_ROWS`` notes does) and with
+the **word index** naming the candidates (past it), and on PostgreSQL, where the **HNSW** graph answers
+at every size:
 
 - 400 edited copies of stored notes (a word dropped, replaced, added or two swapped) and 400 new notes
   go through the fold search: how many copies find their original, how many new notes find anything,
@@ -43,13 +45,11 @@ def _edited(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _mode(fabric: Any, exact_rows: int, copies: list[tuple[str, str]], new: list[str],
-          fresh: list[str]) -> dict[str, Any]:  # fmt: skip
+def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: list[str]) -> dict[str, Any]:
     from afi.providers.memory.fabric.consolidate import fold_candidates
     from afi.providers.memory.fabric.store import iso_now
 
     memory = fabric.memory
-    memory.index.fold_exact_rows = exact_rows
     threshold, now = fabric.settings.threshold, iso_now()
     samples: list[float] = []
 
@@ -100,17 +100,21 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
         originals = [text for text in rng.sample(corpus, probes) if text in ids]
         copies = [(_edited(text, rng), ids[text]) for text in originals]
         new = texts(probes, seed=123 + n)
-        rows = [
-            {"fold": "vectors (exact)", **_mode(fabric, 1 << 62, copies, new, texts(probes // 2 + 100, seed=5 + n))},
-            {"fold": "word index", **_mode(fabric, -1, copies, new, texts(probes // 2 + 100, seed=6 + n))},
-        ]
+        fresh = [texts(probes // 2 + 100, seed=seed + n) for seed in (5, 6, 7)]
+        rows = []
+        for name, exact_rows, notes_written in (("sqlite: vectors (exact)", 1 << 62, fresh[0]),
+                                                ("sqlite: word index", -1, fresh[1])):  # fmt: skip
+            fabric.memory.index.fold_exact_rows = exact_rows
+            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written)})
         fabric.memory.store.close()
+        rows.append({"fold": "postgresql: HNSW", **_postgres(db, copies, new, fresh[2])})
     columns = list(rows[0])
     print_table(f"fold search at {n:,} notes ({len(copies)} edited copies, {len(new)} new notes)", columns,
                 [[row[c] for c in columns] for row in rows])  # fmt: skip
-    vectors, words = rows
+    vectors, words, hnsw = rows
     payload: dict[str, Any] = {"notes": n, "edited_copies": len(copies), "new_notes": len(new), "modes": rows}
-    exact, by_words = "vectors, exact", "word index"
+    exact, by_words = "SQLite: vectors, exact", "SQLite: word index"
+    graph = "PostgreSQL: HNSW"
     payload["comparisons"] = comparisons(
         comparison(
             f"fold search p50, {n:,} notes", "ms", "lower",
@@ -124,9 +128,33 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
             f"edited copies that find their original (of {len(copies)})", "notes", "higher",
             ours=(by_words, words["edited_copies_found"]), baseline=(exact, vectors["edited_copies_found"]),
         ),
+        comparison(
+            f"edited copies that find their original, PostgreSQL beside SQLite (of {len(copies)})", "notes",
+            "higher", ours=(graph, hnsw["edited_copies_found"]), baseline=(by_words, words["edited_copies_found"]),
+        ),
     )  # fmt: skip
     write_result("fold", payload, results_dir)
     return payload
+
+
+def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: list[str]) -> dict[str, Any]:
+    """The same measures over the store copied into PostgreSQL (set as ``bench.engines`` sets it)."""
+    from afi.app.dbcopy import CopyPlan, copy_store
+    from afi.providers.memory import create_memory_fabric
+    from afi.providers.memory.fabric.memory import space_memory
+    from tests.support.postgres import Databases, postgres_server
+
+    from .engines import SERVER_SETTINGS
+
+    with postgres_server(settings=SERVER_SETTINGS) as server_url:
+        url = Databases(server_url).fresh()
+        copy_store(CopyPlan(db, url, batch=5000), lambda table, done, total: None)
+        fabric = create_memory_fabric(space_memory(url, "default"))
+        fabric.recall("warm up", top_k=1)
+        try:
+            return _mode(fabric, copies, new, fresh)
+        finally:
+            fabric.memory.store.close()
 
 
 def _contents(fabric: Any) -> list[tuple[str, str]]:

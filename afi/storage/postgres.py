@@ -31,6 +31,10 @@ from .database import Connection, Dialect, TransactionsMixin, TransactionState
 
 __all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 
+# a serialization failure or a deadlock: the server rolled the transaction back, nothing was kept (not
+# 40003, statement_completion_unknown: a commit whose outcome is unknown is no conflict)
+_ROLLED_BACK = frozenset({"40001", "40P01"})
+
 _POOL_SIZE = int(os.environ.get("AFI_PG_POOL", "16"))
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:([A-Za-z_][A-Za-z0-9_]*)|%")
 
@@ -198,7 +202,7 @@ class PostgresDatabase(TransactionsMixin):
                 f"(all {self.pool.max_size} of this process's are busy, or the server does not answer)"
             ) from None
         except psycopg.OperationalError as err:
-            if (err.sqlstate or "").startswith("40"):  # a deadlock or a serialization failure: nothing was kept
+            if err.sqlstate in _ROLLED_BACK:
                 raise Conflict("the write raced another one on the store and was rolled back; try it again") from None
             # the server went away or restarted: the pool replaces the connection
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

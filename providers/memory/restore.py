@@ -12,6 +12,7 @@ compared by what they say (:func:`.tree.diff.belief`), not by id.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,6 @@ from afi.provider import Caller
 from afi.storage.database import Database
 
 from .fabric.clock import retire_at
-from .fabric.rows import iso_now
 from .fabric.types import MemoryNote
 from .timeline import Progress, notes_at, past_instant
 from .tree.at_files import files_at
@@ -65,25 +65,29 @@ def restore_space(database: Database, space: Space, when: str, caller: Caller, *
     if not when:
         raise InvalidPath("name the instant to restore: SPACE@<ISO 8601 instant or snapshot name>")
     at = past_instant(space, when)
-    then, now = notes_at(space, at), notes_at(space, None)
-    plan = RestorePlan(space.workspace.space, at)
-    for key in sorted(then.keys() | now.keys()):
-        was, current = then.get(key), now.get(key)
-        path = note_path(*key)
-        if current is None:
-            plan.brought_back.append(path)
-        elif was is None:
-            plan.retired.append(path)
-        elif belief(was) != belief(current):
-            plan.changed.append(path)
-    today = _files_now(space)
-    files = {rel: held.sha256 or today.get(rel) for rel, held in files_at(space, at).items()}
-    plan.files_written = sorted((r for r in files if today.get(r) != files[r]), key=lambda r: (r != AFIIGNORE, r))
-    plan.files_deleted = sorted(r for r in today if r not in files)
-    if not dry_run:
-        _check_bytes(space, plan, files)
-        _apply(space, plan, then, now, files, progress)
-        plan.applied = True
+    memory = space.fabric.memory
+    # a real restore reads "now" holding the space's lock (on PostgreSQL: its writers take turns)
+    with contextlib.nullcontext() if dry_run else memory.store.write(memory.scope):
+        present = memory.present()
+        then, now = notes_at(space, at), notes_at(space, None)  # None: at the present
+        plan = RestorePlan(space.workspace.space, at)
+        for key in sorted(then.keys() | now.keys()):
+            was, current = then.get(key), now.get(key)
+            path = note_path(*key)
+            if current is None:
+                plan.brought_back.append(path)
+            elif was is None:
+                plan.retired.append(path)
+            elif belief(was) != belief(current):
+                plan.changed.append(path)
+        today = _files_now(space)
+        files = {rel: held.sha256 or today.get(rel) for rel, held in files_at(space, at).items()}
+        plan.files_written = sorted((r for r in files if today.get(r) != files[r]), key=lambda r: (r != AFIIGNORE, r))
+        plan.files_deleted = sorted(r for r in today if r not in files)
+        if not dry_run:
+            _check_bytes(space, plan, files)
+            _apply(space, plan, then, now, files, present, progress)
+            plan.applied = True
     return plan
 
 
@@ -109,7 +113,7 @@ def _files_now(space: Space) -> dict[str, str]:
 
 
 def _apply(space: Space, plan: RestorePlan, then: dict[tuple[str, str], MemoryNote],
-           now: dict[tuple[str, str], MemoryNote], files: dict[str, str | None],
+           now: dict[tuple[str, str], MemoryNote], files: dict[str, str | None], present: str,
            progress: Progress | None) -> None:  # fmt: skip
     fabric, memory = space.fabric, space.fabric.memory
     by_path = {note_path(*key): key for key in then.keys() | now.keys()}
@@ -117,16 +121,15 @@ def _apply(space: Space, plan: RestorePlan, then: dict[tuple[str, str], MemoryNo
     done = 0
     for path in plan.retired:  # first, so a name renamed away and back is free again
         ending = now[by_path[path]]
-        stamp = iso_now()
-        cut = retire_at(stamp, ending.valid_from or ending.created_at)
-        memory.store.update_note(memory.scope, ending.model_copy(update={"valid_to": cut, "updated_at": stamp}))
+        cut = retire_at(present, ending.valid_from)
+        memory.store.update_note(memory.scope, ending.model_copy(update={"valid_to": cut, "updated_at": present}))
         done += 1
         _tell(progress, "notes", done, total)
     for path in plan.changed + plan.brought_back:
         was = then[by_path[path]]
         current = now.get(by_path[path])
         fabric.remember(kind=was.kind, name=was.name, content=was.content, consolidate=False,
-                        supersedes=(current or was).id, **_fields(was))  # fmt: skip
+                        supersedes=(current or was).id, **_fields(was, present))  # fmt: skip
         done += 1
         _tell(progress, "notes", done, total)
     changes = len(plan.files_written) + len(plan.files_deleted)
@@ -147,13 +150,13 @@ def _node(rel: str) -> Node:
     return node
 
 
-def _fields(note: MemoryNote) -> dict[str, Any]:
+def _fields(note: MemoryNote, present: str) -> dict[str, Any]:
     """The annotations of a version as ``remember`` takes them (its validity window starts now; an end
     still to come is kept)."""
     fields = {key: getattr(note, key) for key in _REMEMBERED if getattr(note, key) not in (None, [])}
     if note.links:
         fields["links"] = [link.model_dump(exclude_none=True) for link in note.links]
-    if note.valid_to is not None and note.valid_to > iso_now():
+    if note.valid_to is not None and note.valid_to > present:
         fields["valid_to"] = note.valid_to
     return fields
 

@@ -64,7 +64,7 @@ def parse_target(spec: str) -> Target:
 def past_instant(space: Space, when: str | None) -> str:
     """The canonical instant ``when`` names in ``space`` (now when None): NotFound for an unknown
     snapshot, InvalidPath for no instant or one still to come."""
-    now = now_iso()
+    now = space.fabric.memory.present()
     if when is None or when == "now":
         return now
     found = resolve_instant(when, f"/.afi/at/{when}", space)

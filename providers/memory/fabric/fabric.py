@@ -14,7 +14,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from .attach import Attachment, check_session
-from .clock import retire_at, write_time
+from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
 from .errors import MemoryConflictError, MemoryValidationError
@@ -111,7 +111,7 @@ class MemoryFabric:
             path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
         )  # fmt: skip
         with memory.store.write(memory.scope):
-            held = write_time(memory.store, memory.scope)  # fold into what is current now, not when asked
+            held = memory.present()  # fold into what is current now, not when asked
             if held > now:
                 now = held
                 incoming = incoming.model_copy(update={"ingested_at": now, "created_at": now})
@@ -140,12 +140,12 @@ class MemoryFabric:
             if patch_k:
                 evolve_neighbors(memory, candidates, keywords=incoming.keywords, context=incoming.context,
                                  max_patches=patch_k, max_bytes=self.settings.max_result_bytes,
-                                 exclude=exclude)  # fmt: skip
+                                 exclude=exclude, now=now)  # fmt: skip
         return note
 
     def _plan(self, kind: str, incoming: MemoryNote, explicit_id: bool, candidates: list[FoldCandidate],
               folding: bool, unnamed_fold: bool, now: str) -> Plan:  # fmt: skip
-        name = incoming.name
+        name, store, scope = incoming.name, self.memory.store, self.memory.scope
         holder = self.find(kind, name, as_of=now) if name is not None else None
         if explicit_id or incoming.supersedes is not None:
             target = self._current_row(incoming.supersedes, now) if incoming.supersedes is not None else None
@@ -155,13 +155,17 @@ class MemoryFabric:
         if kind == "file" and folding:
             current = self.find_file(incoming.path or "", as_of=now)
             if current is not None:
-                return Plan("update", current)
+                return Plan("update", chain_head(store, scope, current))
         if holder is not None:
+            holder = chain_head(store, scope, holder)
             if not folding:
                 return Plan("supersede", holder)
             return plan_fold(incoming.content, FoldCandidate(holder, 1.0), 0.0)
         if unnamed_fold:
-            return plan_fold(incoming.content, candidates[0] if candidates else None, self.settings.threshold)
+            nearest = candidates[0] if candidates else None
+            if nearest is not None:
+                nearest = FoldCandidate(chain_head(store, scope, nearest.note), nearest.cosine)
+            return plan_fold(incoming.content, nearest, self.settings.threshold)
         return Plan("insert")
 
     def _write(self, plan: Plan, incoming: MemoryNote, explicit_id: bool, embedding: Any, now: str) -> MemoryNote:
@@ -185,12 +189,12 @@ class MemoryFabric:
             return note
         if plan.action == "supersede" and plan.target is not None:
             old = plan.target
-            cut = retire_at(now, old.valid_from or old.created_at)
-            if incoming.valid_to is not None and incoming.valid_to <= (incoming.valid_from or cut):
-                raise MemoryValidationError(f"valid_to {incoming.valid_to} is not after {cut}, when this version of "
+            cut = retire_at(now, old.valid_from)
+            starts = incoming.valid_from or cut
+            if incoming.valid_to is not None and incoming.valid_to <= starts:
+                raise MemoryValidationError(f"valid_to {incoming.valid_to} is not after {starts}, when this version of "
                                             f"{old.id} would start")  # fmt: skip
             store.update_note(scope, old.model_copy(update={"valid_to": cut, "updated_at": now}))
-            starts = incoming.valid_from or cut
             incoming = incoming.model_copy(update={"supersedes": old.id, "name": incoming.name or old.name,
                                                    "valid_from": starts})  # fmt: skip
         if incoming.name is None:
@@ -244,7 +248,7 @@ class MemoryFabric:
         """Return the note of that kind and name valid at ``as_of`` (default now), or None."""
         if kind == "working":
             return read_blocks(self.memory).get(name)
-        at = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+        at = self.memory.present() if as_of is None else canonical_time(as_of, "as_of")
         rows = self.memory.store.select_notes(
             self.memory.scope, f"kind = ? AND name = ? AND status = 'active' AND {_VALID_NOW}",
             (kind, name, at, at), order="seq DESC", limit=1,
@@ -253,7 +257,7 @@ class MemoryFabric:
 
     def find_file(self, path: str, *, as_of: str | None = None) -> MemoryNote | None:
         """Return the file note of a workspace path current at ``as_of`` (default now), or None."""
-        now = as_of or iso_now()
+        now = as_of or self.memory.present()
         rows = self.memory.store.select_notes(
             self.memory.scope, f"kind = 'file' AND path = ? AND status = 'active' AND {_VALID_NOW}",
             (path, now, now), order="seq DESC", limit=1,
@@ -273,7 +277,7 @@ class MemoryFabric:
             where = f"kind IN ({', '.join('?' * len(stored))}) AND status = 'active'"
             params: list[Any] = list(stored)
             if not include_invalid:
-                at = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+                at = self.memory.present() if as_of is None else canonical_time(as_of, "as_of")
                 where += f" AND {_VALID_NOW}"
                 params += [at, at]
             out = self.memory.store.select_notes(self.memory.scope, where, params)
@@ -314,8 +318,9 @@ class MemoryFabric:
             if not rows:
                 return ForgetResult(id=note_id, deleted=0, held=False)
             if hold:
-                now = iso_now()
-                store.update_note(scope, rows[0].model_copy(update={"status": "legal_hold", "forgotten_at": now}))
+                now = self.memory.present()
+                store.update_note(scope, rows[0].model_copy(update={"status": "legal_hold", "forgotten_at": now,
+                                                                    "updated_at": now}))  # fmt: skip
                 return ForgetResult(id=note_id, deleted=0, held=True)
             return ForgetResult(id=note_id, deleted=store.delete_note(scope, note_id), held=False)
 

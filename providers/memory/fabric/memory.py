@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .clock import scope_now
 from .embedders import Embedder, HashEmbedder
 from .errors import MemoryLimitError, MemoryValidationError
 from .pg_vectors import PgVectorIndex
@@ -179,6 +180,11 @@ class Memory:
             if self.store.postgres
             else VectorIndex(self.store, self.scope, self.embedder.dims)
         )
+
+    def present(self) -> str:
+        """The scope's "now": the wall clock, or its last writes' stamps when a clock ahead wrote them
+        (:mod:`.clock`); what a read without ``as_of`` is taken at and a write is stamped with."""
+        return scope_now(self.store.database, self.scope)
 
     def redact(self, text: str) -> str:
         """Given text, return it through the redactor (unchanged without one)."""

@@ -19,7 +19,6 @@ from .fields import canonical_time
 from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .rows import iso_to_epoch
-from .store import iso_now
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
 
 __all__ = [
@@ -254,7 +253,7 @@ def recall(
     if not isinstance(query, str) or not query.strip():
         raise MemoryValidationError("query must be a non-empty string")
     resolved_kinds = resolve_kinds(kinds)
-    as_of_iso = iso_now() if as_of is None else canonical_time(as_of, "as_of")
+    as_of_iso = memory.present() if as_of is None else canonical_time(as_of, "as_of")
     k = memory.limits.top_k if top_k is None else top_k
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise MemoryValidationError("top_k must be a positive integer")

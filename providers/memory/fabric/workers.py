@@ -13,7 +13,6 @@ from typing import Any
 from .consolidate import DEFAULT_THRESHOLD, FoldCandidate, union
 from .errors import MemoryValidationError
 from .memory import Memory
-from .store import iso_now
 from .types import NoteLink
 
 __all__ = ["FabricSettings", "evolve_neighbors", "link_neighbors", "resolve_settings"]
@@ -119,9 +118,11 @@ def evolve_neighbors(
     max_patches: int,
     max_bytes: int,
     exclude: set[str],
+    now: str,
 ) -> int:
-    """Union the new note's keywords into neighbours and fill a missing context; return how many
-    neighbours were rewritten. Content, validity, consent and sources are never touched."""
+    """Union the new note's keywords into neighbours and fill a missing context (stamped ``now``, the
+    write's time); return how many neighbours were rewritten. Content, validity, consent and sources
+    are never touched."""
     patched = 0
     for cand in candidates:
         if patched >= max_patches:
@@ -136,7 +137,7 @@ def evolve_neighbors(
         payload = json.dumps({"keywords": merged, "context": new_context}).encode()
         if len(payload) > max_bytes:
             continue  # over the worker byte budget: the neighbour keeps its annotations
-        updated = note.model_copy(update={"keywords": merged, "context": new_context, "updated_at": iso_now()})
+        updated = note.model_copy(update={"keywords": merged, "context": new_context, "updated_at": now})
         memory.store.update_note(memory.scope, updated)
         patched += 1
     return patched

@@ -18,7 +18,6 @@ from ..fabric.types import MemoryNote
 from .at import AT_AREAS, resolve_instant
 from .diff_files import FilesDiff, diff_files
 from .locate import note_path
-from .notes_view import now_iso
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -79,8 +78,9 @@ def diff_notes(space: Space, since: str, until: str) -> NotesDiff:
     """Given two instants (ISO 8601, a snapshot's name, or ``now``), return what changed between them."""
     if not since or not until:
         raise InvalidPath("name two instants (ISO 8601, a snapshot's name, or now)")
-    start = now_iso() if since == "now" else resolve_instant(since, f"/.afi/at/{since}", space)
-    end = now_iso() if until == "now" else resolve_instant(until, f"/.afi/at/{until}", space)
+    present = space.fabric.memory.present()
+    start = present if since == "now" else resolve_instant(since, f"/.afi/at/{since}", space)
+    end = present if until == "now" else resolve_instant(until, f"/.afi/at/{until}", space)
     before, after = _tree(space, start), _tree(space, end)
     out = NotesDiff(start, end)
     for path in sorted(before.keys() | after.keys()):

@@ -19,6 +19,7 @@ from afi.storage.database import Database, Dialect
 from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
+from ..fabric.clock import scope_now
 from ..fabric.types import Scope
 
 __all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
@@ -89,8 +90,13 @@ class NotesView:
         self._db = database
         self._pg = database.dialect == "postgresql"
         self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
+        self._scope_key = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
+
+    def present(self) -> str:
+        """The scope's "now", which the kind folders list at (:mod:`..fabric.clock`)."""
+        return scope_now(self._db, self._scope_key)
 
     def _rows(self, sql: str, args: dict[str, Any]) -> list[Any]:
         """Every row of a read, fetched before the connection is given back."""
@@ -126,7 +132,7 @@ class NotesView:
         args = {
             **self._scope,
             "kind": kind,
-            "now": at or now_iso(),
+            "now": at or self.present(),
             "after": after,
             "glob": matching[1],
             "limit": limit,
@@ -163,7 +169,7 @@ class NotesView:
             f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
             f"AND {_VALID_NOW}{_written(at)} ORDER BY seq DESC LIMIT 1"
         )
-        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": at or now_iso()})
+        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": at or self.present()})
         return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
     def current_ids(self, names: Sequence[tuple[str, str]], at: str | None = None) -> dict[tuple[str, str], str]:
@@ -186,7 +192,7 @@ class NotesView:
             # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
             # from the row holding the maximum: the latest valid version.
             sql = f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS{joined} GROUP BY n.kind, n.name"
-        args: dict[str, Any] = {**self._scope, "now": at or now_iso()}
+        args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         for i, (kind, name) in enumerate(pairs):
             args[f"k{i}"], args[f"n{i}"] = kind, name
         return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
@@ -203,7 +209,7 @@ class NotesView:
 
     def count_current(self, kind: str) -> int:
         sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
-        return int(self._rows(sql, {**self._scope, "kind": kind, "now": now_iso()})[0][0])
+        return int(self._rows(sql, {**self._scope, "kind": kind, "now": self.present()})[0][0])
 
     def grep_candidates(
         self, literals: list[str], at: str | None = None
@@ -219,7 +225,7 @@ class NotesView:
         """
         valid = _valid_now()
         where = f"{self._where} AND status = 'active'{_written(at)}"
-        args: dict[str, Any] = {**self._scope, "now": at or now_iso()}
+        args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         if literals and self._pg:
             likes = "".join(f" AND {ilike('rendered', f':l{i}')}" for i in range(len(literals)))
             sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}"

@@ -122,3 +122,25 @@ def test_a_restore_to_an_instant_and_its_refusals(changed: tuple[MemoryProvider,
     assert b"okapi gate" in provider.read(OWNER, "/facts/deploy.md").data
     assert names(provider, "/facts") == ["deploy.md", "oncall.md", "same.md"]
     assert provider.space_restore(OWNER, tuesday).empty
+
+
+def test_a_restore_on_a_replica_whose_clock_runs_behind(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another replica, 20 s ahead, wrote the last two versions: a restore here still reads them as
+    today's (the scope's present, not this wall clock) and writes the version of then after them."""
+    from afi.providers.memory.fabric import clock, fabric
+
+    provider = MemoryProvider(store_url, tmp_path / "files")
+    provider.write(OWNER, "/facts/deploy.md", b"We deploy with a zebra canary")
+    then = instant()
+    with monkeypatch.context() as ahead:
+        for module in (clock, fabric):
+            ahead.setattr(module, "iso_now", lambda: instant(20))
+        provider.write(OWNER, "/facts/deploy.md", b"We deploy blue-green with an okapi gate")
+        provider.write(OWNER, "/facts/deploy.md", b"We deploy on fridays with a heron")
+    plan = provider.space_restore(OWNER, then)
+    assert plan.changed == ["/facts/deploy.md"]
+    assert text(provider, "/facts/deploy.md") == "We deploy with a zebra canary\n"
+    later = provider.fabric("default").find("fact", "deploy", as_of=instant(25))
+    assert later is not None and later.content == "We deploy with a zebra canary"

@@ -91,6 +91,88 @@ def test_a_version_that_would_end_before_it_starts_is_refused(store_url: str) ->
     memory.close()
 
 
+def test_a_replica_whose_clock_runs_behind_reads_its_own_write(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads without ``as_of`` are taken at the scope's present, not the reader's wall clock: the
+    version its own write superseded (retired at the other replica's later time) is not shown."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    _frozen(monkeypatch, "2026-12-02T10:00:00.200Z")
+    notes.remember(kind="fact", name="x", content="the first version")
+    notes.remember(kind="fact", name="x", content="the second version")
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
+    third = notes.remember(kind="fact", name="x", content="the third version from a clock behind")
+    found = notes.find("fact", "x")
+    assert found is not None and found.id == third.id
+    assert [hit.id for hit in notes.recall("version", kinds=["fact"]).hits] == [third.id]
+    assert [note.id for note in notes.notes()] == [third.id]
+    memory.close()
+
+
+def test_a_writer_more_than_a_minute_behind_writes_after_the_newest_version(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the minute the clock follows, the version found current at the writer's time was already
+    superseded: the write supersedes the newest one instead of forking the chain."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    _frozen(monkeypatch, "2026-12-02T10:02:00.000Z")
+    first = notes.remember(kind="fact", name="x", content="the first version")
+    second = notes.remember(kind="fact", name="x", content="the second version")
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
+    third = notes.remember(kind="fact", name="x", content="the third version, two minutes behind")
+    assert (second.supersedes, third.supersedes) == (first.id, second.id)
+    assert [row[0] for row in _current(memory, "name = 'x'")] == [third.id]
+    later = notes.find("fact", "x", as_of="2026-12-02T10:03:00.000Z")
+    assert later is not None and later.id == third.id
+    memory.close()
+
+
+def test_deletes_and_neighbour_patches_keep_the_clock(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock reads the scope's last changed notes: four deletes (they leave no stamp) or a write
+    whose workers patch neighbours must not push a replica's later stamps out of it."""
+    from .test_fabric_attach import Session
+
+    memory = create_memory(store_url, **SCOPE)
+    plain = create_memory_fabric(memory)
+    evolving = create_memory_fabric(memory, consolidate=False, linker=True, evolution=True)
+    evolving.attach(Session())
+    _frozen(monkeypatch, "2026-12-02T09:59:00.000Z")
+    for i in range(5):
+        plain.remember(kind="fact", name=f"n{i}", content=f"we deploy the service with a canary release, step {i}")
+    others = [
+        plain.remember(kind="fact", name=f"o{i}", content=f"an unrelated note {i} about llamas") for i in range(4)
+    ]
+    _frozen(monkeypatch, "2026-12-02T10:00:30.000Z")  # a replica 30 s ahead
+    plain.remember(kind="fact", name="x", content="the first version")
+    second = plain.remember(kind="fact", name="x", content="the second version")
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")  # this one
+    for other in others:
+        plain.forget(id=other.id)
+    evolving.remember(kind="fact", content="we deploy the service with a canary release", keywords=["rollout"],
+                      context="how releases go out")  # fmt: skip
+    assert memory.present() >= "2026-12-02T10:00:30.000Z"
+    third = plain.remember(kind="fact", name="x", content="the third version")
+    assert third.supersedes == second.id
+    assert [row[0] for row in _current(memory, "name = 'x'")] == [third.id]
+    memory.close()
+
+
+def test_a_version_dated_far_ahead_is_superseded_once(store_url: str) -> None:
+    """A version whose ``created_at`` is in 9999 and whose window has no start (valid since always):
+    two writes to its name leave one chain and one current version, each read back at once."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    planted = notes.remember(kind="fact", name="x", content="imported, dated far ahead")
+    far = "9999-01-01T00:00:00.000Z"
+    memory.store.update_note(memory.scope, planted.model_copy(update={"created_at": far, "updated_at": far}))
+    first = notes.remember(kind="fact", name="x", content="written now, first")
+    assert notes.find("fact", "x") == first
+    second = notes.remember(kind="fact", name="x", content="written now, second")
+    assert notes.find("fact", "x") == second and second.supersedes == first.id
+    assert [row[0] for row in _current(memory, "name = 'x'")] == [second.id]
+    memory.close()
+
+
 _WRITER = textwrap.dedent(
     """
     import sys
