@@ -245,6 +245,8 @@ STEPS: tuple[PgStep, ...] = (
     # 2.85 KB a note instead of 4.5 KB (20k notes): the hash embedder's vectors as sparsevec
     # (afi.storage.pg_vector_form), the lexical tsvector without positions; cheaper GIN inserts
     PgStep(7, "compact notes", _compact_notes),
+    # each note change carries a stamp that never goes back: the newest is the scope's clock (SQLite step 8)
+    PgStep(8, "change stamps", _sql("ALTER TABLE note_changes ADD COLUMN stamp text;")),
 )
 LATEST = len(STEPS)
 

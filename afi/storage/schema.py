@@ -301,6 +301,12 @@ OAUTH_TABLES = (
 )
 
 
+def _change_stamps(db: sqlite_utils.Database) -> None:
+    """Each note change carries a stamp that never goes back: the newest is the scope's clock (one lookup)."""
+    if "stamp" not in db["note_changes"].columns_dict:
+        db.execute("ALTER TABLE note_changes ADD COLUMN stamp TEXT")
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
@@ -309,5 +315,6 @@ STEPS: tuple[Step, ...] = (
     Step(5, "snapshots", _snapshots),
     Step(6, "file history", _file_history),
     Step(7, "oauth", _oauth),
+    Step(8, "change stamps", _change_stamps),
 )
 LATEST = len(STEPS)

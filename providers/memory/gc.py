@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from afi.errors import InvalidPath
 from afi.storage.database import Connection, Database
 
+from .fabric.rows import INSERT_CHANGE, change_row
 from .horizon import raise_horizon
 
 __all__ = ["GcReport", "boundary", "collect_garbage", "gc_spaces"]
@@ -94,10 +95,7 @@ def _note_versions(conn: Connection, space: str, cut: str) -> int:
         chunk = ids[start : start + 500]
         marks = ", ".join("?" * len(chunk))
         conn.execute(f"DELETE FROM notes WHERE {_SCOPE} AND id IN ({marks})", (space, *chunk))
-        conn.executemany(
-            "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op) VALUES ('afi', ?, 'main', ?, ?)",
-            [(space, note_id, "delete") for note_id in chunk],
-        )
+        conn.executemany(INSERT_CHANGE, [change_row(("afi", space, "main"), note_id, "delete") for note_id in chunk])
     return len(ids)
 
 

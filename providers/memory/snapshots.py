@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from afi.errors import Conflict, InvalidPath
 from afi.storage.database import Database
 
-from .fabric.rows import iso_now
+from .fabric.clock import scope_now
+from .fabric.types import Scope
 
 __all__ = ["SNAPSHOT_NAME", "Snapshot", "Snapshots"]
 
@@ -44,7 +45,8 @@ class Snapshots:
 
     def create(self, name: str, at: str | None = None) -> Snapshot:
         """Name the instant ``at`` (canonical; default now). Conflict when the name is taken."""
-        snapshot = Snapshot(check_snapshot_name(name), at or iso_now(), iso_now())
+        present = scope_now(self._db, Scope(tenant_id="afi", resource_id=self.space, thread_id="main"))
+        snapshot = Snapshot(check_snapshot_name(name), at or present, present)
         if snapshot.at > snapshot.created_at:  # a future instant's view would keep changing
             raise InvalidPath(f"a snapshot names a past instant, and {snapshot.at} is still to come")
         with self._db.transaction() as conn:

@@ -3,12 +3,14 @@
 A writer looks for the version current at its own time. If its clock ran behind the stamps of the
 scope's last write (another replica's clock, or a write that waited for the lock with a stamp taken
 before), it found a version already retired, and superseded it again: two current versions of one
-note. A reader behind them saw the retired version as current, its own write not yet begun. So the
-scope's present is the wall clock or the latest stamp of its last changed notes, whichever is later:
-a writer takes it holding the scope's write lock, a read of "now" takes it too. A retired version ends
-when its successor starts, never later (an end pushed past the clock made the same fork).
+note. A reader behind them saw the retired version as current, its own write not yet begun. So every
+change of a note is stamped with its writer's wall clock or the stamp of the change before, whichever
+is later (``rows.INSERT_CHANGE``), and the scope's present is the wall clock or the newest stamp,
+whichever is later: a writer takes it holding the scope's write lock, a read of "now" takes it too. A
+retired version ends when its successor starts, never later (an end pushed past the clock made the
+same fork).
 
-Stamps more than a minute ahead are not followed (a bundle may carry any time). A writer whose clock
+Stamps more than a minute ahead are not followed (a clock that far off is broken). A writer whose clock
 runs further behind still finds a version that later ones superseded; it writes after the newest of
 them instead (``chain_head``), so the chain does not fork, though its write reads back only when its
 clock reaches the newest one's start.
@@ -26,16 +28,19 @@ from .types import MemoryNote, Scope
 
 __all__ = ["chain_head", "retire_at", "scope_now"]
 
-# the last few notes changed that still exist (a deleted one leaves no stamp): a write that retires one
-# version and adds another changes two, a write with workers a few more
-_RECENT = 8
-# a stamp further ahead of the wall clock is not a replica's skew but a bad time (a bundle's, say):
-# followed, it would date every later write in the future
+# a stamp further ahead of the wall clock is not a replica's skew but a bad clock: followed, it would
+# date every later write in the future
 _MAX_AHEAD = timedelta(seconds=60)
-_STAMPS = (
-    "SELECT n.created_at, n.updated_at FROM note_changes c JOIN notes n ON n.tenant_id = c.tenant_id "
-    "AND n.resource_id = c.resource_id AND n.thread_id = c.thread_id AND n.id = c.note_id "
-    f"WHERE c.tenant_id = :t AND c.resource_id = :r AND c.thread_id = :h ORDER BY c.seq DESC LIMIT {_RECENT}"
+# every change of a note is stamped no earlier than the one before it (rows.INSERT_CHANGE)
+_LAST_STAMP = (
+    "SELECT stamp FROM note_changes WHERE tenant_id = :t AND resource_id = :r AND thread_id = :h "
+    "ORDER BY seq DESC LIMIT 1"
+)
+
+
+_SUCCESSORS = (
+    "SELECT id, supersedes, valid_from, valid_to, created_at FROM notes WHERE tenant_id = ? AND resource_id = ? "
+    "AND thread_id = ? AND kind = ? AND name = ? AND status = 'active' AND supersedes IS NOT NULL ORDER BY seq"
 )
 
 
@@ -43,10 +48,10 @@ def scope_now(database: Database, scope: Scope) -> str:
     """Return the scope's present (ISO 8601, milliseconds); a writer calls it holding the write lock."""
     key = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
     with database.read() as conn:
-        rows = conn.execute(_STAMPS, key).fetchall()
+        row = conn.execute(_LAST_STAMP, key).fetchone()
     wall = iso_now()
-    bound = _later(wall, _MAX_AHEAD)
-    return max([wall, *(str(stamp) for row in rows for stamp in row if stamp and str(stamp) <= bound)])
+    stamp = str(row[0]) if row is not None and row[0] is not None else None
+    return stamp if stamp is not None and wall < stamp <= _later(wall, _MAX_AHEAD) else wall
 
 
 def _later(stamp: str, delta: timedelta) -> str:
@@ -63,15 +68,30 @@ def retire_at(now: str, valid_from: str | None) -> str:
 
 
 def chain_head(store: Store, scope: Scope, note: MemoryNote) -> MemoryNote:
-    """The newest version descending from ``note`` through ``supersedes`` (the note itself when none
-    does): what a write found current at its own time may be superseded at the scope's."""
-    if note.valid_to is None or note.name is None:  # never retired: nothing supersedes it
+    """The newest version descending from ``note`` by retirement (the note itself when none does): a
+    version a write found current at its own time may be retired at the scope's present.
+
+    A successor counts when it starts where its predecessor ends, and started when it was written, or
+    its predecessor's window is empty (a writer behind retired it at its start). A version scheduled
+    for later, written with its own ``valid_from``, is not one: it stays as its writer set it."""
+    if note.valid_to is None or note.name is None:  # never retired: nothing descends from it
         return note
-    versions = store.select_notes(scope, "kind = ? AND name = ? AND status = 'active'", (note.kind, note.name),
-                                  order="seq")  # fmt: skip
-    successor = {version.supersedes: version for version in versions if version.supersedes}
-    head, seen = note, {note.id}
-    while head.id in successor and successor[head.id].id not in seen:
-        head = successor[head.id]
-        seen.add(head.id)
-    return head
+    with store.read() as conn:
+        rows = conn.execute(_SUCCESSORS, (scope.tenant_id, scope.resource_id, scope.thread_id, note.kind, note.name))
+        successors: dict[str, tuple[str, str | None, str | None, str]] = {}
+        for version_id, supersedes, valid_from, valid_to, created_at in rows.fetchall():
+            successors[str(supersedes)] = (str(version_id), valid_from, valid_to, str(created_at))  # the last wins
+    head_id, seen = note.id, {note.id}
+    starts: str | None = note.valid_from
+    ends: str | None = note.valid_to
+    while ends is not None and head_id in successors:
+        next_id, next_starts, next_ends, written = successors[head_id]
+        retired = next_starts == ends and next_starts is not None and (next_starts <= written or starts == ends)
+        if not retired or next_id in seen:
+            break
+        head_id, starts, ends = next_id, next_starts, next_ends
+        seen.add(head_id)
+    if head_id == note.id:
+        return note
+    found = store.select_notes(scope, "id = ?", (head_id,))
+    return found[0] if found else note

@@ -10,7 +10,17 @@ from typing import Any
 
 from .types import MemoryNote, NoteLink, PromotedFrom, Scope
 
-__all__ = ["NOTE_COLUMNS", "consent_state", "iso_now", "iso_to_epoch", "json_list", "note_from_row", "scope_lock_key"]
+__all__ = [
+    "INSERT_CHANGE",
+    "NOTE_COLUMNS",
+    "change_row",
+    "consent_state",
+    "iso_now",
+    "iso_to_epoch",
+    "json_list",
+    "note_from_row",
+    "scope_lock_key",
+]
 
 _JSON_FIELDS = ("links", "tags", "keywords", "source_entry_ids", "promoted_from", "consent")
 NOTE_COLUMNS = (
@@ -26,6 +36,21 @@ _INDEX_SELECT = "rowid, id, kind, valid_from, valid_to, consent, source_entry_id
 def iso_now() -> str:
     """Return the current UTC time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# A change of a note, stamped with the writer's wall clock or the scope's last stamp when that is later:
+# the stamps never go back, so the newest one is the scope's clock (clock.py), whatever wrote last
+INSERT_CHANGE = (
+    "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op, stamp) VALUES (?, ?, ?, ?, ?, "
+    "COALESCE((SELECT CASE WHEN c.stamp > ? THEN c.stamp END FROM note_changes c WHERE c.tenant_id = ? "
+    "AND c.resource_id = ? AND c.thread_id = ? ORDER BY c.seq DESC LIMIT 1), ?))"
+)
+
+
+def change_row(key: tuple[str, str, str], note_id: str, op: str) -> tuple[str, ...]:
+    """The parameters of :data:`INSERT_CHANGE` for one change of a note of the scope ``key``."""
+    wall = iso_now()
+    return (*key, note_id, op, wall, *key, wall)
 
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:

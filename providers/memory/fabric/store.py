@@ -31,7 +31,18 @@ from .errors import MemoryValidationError
 from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
 from .pg_lexical import PgTermStats, pg_bm25_rowids
 from .render import render_note
-from .rows import _INDEX_SELECT, _SELECT, NOTE_COLUMNS, _note_values, _scope_key, iso_now, note_from_row, scope_lock_key
+from .rows import (
+    _INDEX_SELECT,
+    _SELECT,
+    INSERT_CHANGE,
+    NOTE_COLUMNS,
+    _note_values,
+    _scope_key,
+    change_row,
+    iso_now,
+    note_from_row,
+    scope_lock_key,
+)
 from .types import MemoryNote, Scope
 from .vector_bytes import pack_vector
 
@@ -146,11 +157,7 @@ class Store:
     # -- notes -------------------------------------------------------------------------
 
     def _bump(self, conn: Connection, scope: Scope, note_id: str, op: str) -> int:
-        row = conn.execute(
-            "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op) VALUES (?, ?, ?, ?, ?) "
-            "RETURNING seq",
-            (*_scope_key(scope), note_id, op),
-        ).fetchone()
+        row = conn.execute(f"{INSERT_CHANGE} RETURNING seq", change_row(_scope_key(scope), note_id, op)).fetchone()
         return int(row[0])
 
     def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:

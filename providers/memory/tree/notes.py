@@ -72,7 +72,7 @@ class NoteFolder(Area):
             fields, content = parse_note(text)
         if not content.strip():
             raise InvalidPath("a note cannot be empty: rm it to forget it", path=node.path)
-        if _window_excludes_now(fields):
+        if _window_excludes(fields, space.fabric.memory.present()):
             raise InvalidPath(
                 "the front matter's valid_from/valid_to window does not include now, and a note path holds the "
                 "version valid now: record past or future versions with 'afi remember --valid-from/--valid-to'",
@@ -143,9 +143,10 @@ class NotesArea(NoteFolder):
         space.fabric.forget(id=note.id)
 
 
-def _window_excludes_now(fields: dict[str, Any]) -> bool:
-    """True when written front matter puts the note's validity window wholly before or after now."""
-    now = datetime.now(UTC)
+def _window_excludes(fields: dict[str, Any], present: str) -> bool:
+    """True when written front matter puts the note's validity window wholly before or after the
+    space's present."""
+    now = datetime.fromisoformat(present.replace("Z", "+00:00"))
 
     def moment(value: Any) -> datetime:
         parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))

@@ -129,13 +129,13 @@ def test_a_restore_on_a_replica_whose_clock_runs_behind(
 ) -> None:
     """Another replica, 20 s ahead, wrote the last two versions: a restore here still reads them as
     today's (the scope's present, not this wall clock) and writes the version of then after them."""
-    from afi.providers.memory.fabric import clock, fabric
+    from afi.providers.memory.fabric import clock, fabric, rows
 
     provider = MemoryProvider(store_url, tmp_path / "files")
     provider.write(OWNER, "/facts/deploy.md", b"We deploy with a zebra canary")
     then = instant()
     with monkeypatch.context() as ahead:
-        for module in (clock, fabric):
+        for module in (clock, fabric, rows):
             ahead.setattr(module, "iso_now", lambda: instant(20))
         provider.write(OWNER, "/facts/deploy.md", b"We deploy blue-green with an okapi gate")
         provider.write(OWNER, "/facts/deploy.md", b"We deploy on fridays with a heron")
@@ -144,3 +144,26 @@ def test_a_restore_on_a_replica_whose_clock_runs_behind(
     assert text(provider, "/facts/deploy.md") == "We deploy with a zebra canary\n"
     later = provider.fabric("default").find("fact", "deploy", as_of=instant(25))
     assert later is not None and later.content == "We deploy with a zebra canary"
+
+
+def test_moves_and_snapshots_on_a_replica_whose_clock_runs_behind(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica 30 s ahead wrote the second version of a fact. Here, a move of a folder of 8 files
+    (8 file notes rewritten) leaves that version current, and a snapshot taken now names an instant
+    that shows it."""
+    from afi.providers.memory.fabric import clock, fabric, rows
+
+    provider = MemoryProvider(store_url, tmp_path / "files")
+    for i in range(8):
+        provider.write(OWNER, f"/files/dir/f{i}.txt", f"file {i} about llamas".encode())
+    provider.write(OWNER, "/facts/x.md", b"the first version")
+    with monkeypatch.context() as ahead:
+        for module in (clock, fabric, rows):
+            ahead.setattr(module, "iso_now", lambda: instant(30))
+        provider.write(OWNER, "/facts/x.md", b"the second version, from a replica ahead")
+    provider.move(OWNER, "/files/dir", "/files/moved")
+    assert text(provider, "/facts/x.md") == "the second version, from a replica ahead\n"
+    snapshot = provider.snapshot_create(OWNER, "after-second")
+    assert text(provider, f"/.afi/at/{snapshot.name}/facts/x.md") == "the second version, from a replica ahead\n"
+    assert provider.space_restore(OWNER, snapshot.name, dry_run=True).empty

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from afi.providers.memory import create_memory, create_memory_fabric
-from afi.providers.memory.fabric import clock, fabric
+from afi.providers.memory.fabric import clock, fabric, rows
 from afi.providers.memory.fabric.errors import MemoryValidationError
 
 SCOPE = {"tenant_id": "t", "resource_id": "r", "thread_id": "w"}
@@ -27,7 +27,7 @@ def _current(memory: Any, where: str) -> list[tuple[Any, ...]]:
 
 
 def _frozen(monkeypatch: pytest.MonkeyPatch, stamp: str) -> None:
-    for module in (clock, fabric):
+    for module in (clock, fabric, rows):  # one process's clock: its stamps, its changes' stamps
         monkeypatch.setattr(module, "iso_now", lambda: stamp)
 
 
@@ -170,6 +170,38 @@ def test_a_version_dated_far_ahead_is_superseded_once(store_url: str) -> None:
     second = notes.remember(kind="fact", name="x", content="written now, second")
     assert notes.find("fact", "x") == second and second.supersedes == first.id
     assert [row[0] for row in _current(memory, "name = 'x'")] == [second.id]
+    memory.close()
+
+
+def test_a_version_scheduled_for_later_is_not_taken_for_the_current_one(store_url: str) -> None:
+    """A version starting in 2099 where its predecessor ends (a shape a bundle can carry): a write now
+    supersedes the predecessor, as it did, and leaves the scheduled version as its writer set it."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    later = "2099-01-01T00:00:00.000Z"
+    first = notes.remember(kind="fact", name="x", content="the price is ten")
+    scheduled = notes.remember(kind="fact", name="x", content="the price is twelve", valid_from=later)
+    memory.store.update_note(memory.scope, first.model_copy(update={"valid_to": later}))  # ends where it starts
+    written = notes.remember(kind="fact", name="x", content="the price is eleven")
+    assert written.supersedes == first.id and notes.find("fact", "x") == written
+    kept = notes.get(scheduled.id)
+    assert kept is not None and (kept.valid_from, kept.valid_to) == (later, None)
+    memory.close()
+
+
+def test_the_clock_is_one_lookup_after_many_deletes(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every change carries the scope's stamp forward, deletes too: after a replica ahead wrote, 200
+    forgets here leave the present where that replica put it."""
+    memory = create_memory(store_url, **SCOPE)
+    notes = create_memory_fabric(memory)
+    _frozen(monkeypatch, "2026-12-02T09:59:00.000Z")
+    doomed = [notes.remember(kind="fact", name=f"d{i}", content=f"note {i} to forget") for i in range(200)]
+    _frozen(monkeypatch, "2026-12-02T10:00:30.000Z")
+    notes.remember(kind="fact", name="x", content="written ahead")
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
+    for note in doomed:
+        notes.forget(id=note.id)
+    assert memory.present() >= "2026-12-02T10:00:30.000Z"
     memory.close()
 
 
