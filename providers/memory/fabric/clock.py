@@ -38,9 +38,12 @@ _LAST_STAMP = (
 )
 
 
+# the versions of a name inserted after a given one (a successor is inserted after what it supersedes)
 _SUCCESSORS = (
     "SELECT id, supersedes, valid_from, valid_to, created_at FROM notes WHERE tenant_id = ? AND resource_id = ? "
-    "AND thread_id = ? AND kind = ? AND name = ? AND status = 'active' AND supersedes IS NOT NULL ORDER BY seq"
+    "AND thread_id = ? AND kind = ? AND name = ? AND status = 'active' AND supersedes IS NOT NULL AND rowid > "
+    "(SELECT o.rowid FROM notes o WHERE o.tenant_id = ? AND o.resource_id = ? AND o.thread_id = ? AND o.id = ?) "
+    "ORDER BY rowid"
 )
 
 
@@ -77,7 +80,8 @@ def chain_head(store: Store, scope: Scope, note: MemoryNote) -> MemoryNote:
     if note.valid_to is None or note.name is None:  # never retired: nothing descends from it
         return note
     with store.read() as conn:
-        rows = conn.execute(_SUCCESSORS, (scope.tenant_id, scope.resource_id, scope.thread_id, note.kind, note.name))
+        key = (scope.tenant_id, scope.resource_id, scope.thread_id)
+        rows = conn.execute(_SUCCESSORS, (*key, note.kind, note.name, *key, note.id))
         successors: dict[str, tuple[str, str | None, str | None, str]] = {}
         for version_id, supersedes, valid_from, valid_to, created_at in rows.fetchall():
             successors[str(supersedes)] = (str(version_id), valid_from, valid_to, str(created_at))  # the last wins
