@@ -1,4 +1,5 @@
-"""The store under the memory fabric: notes, their indexes, working blocks, lineage, changes.
+"""The store under the memory fabric: notes, their indexes and their changes (working blocks and
+lineage: :mod:`.side_rows`).
 
 One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection per thread), a
 PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
@@ -12,7 +13,6 @@ PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -43,13 +43,14 @@ from .rows import (
     note_from_row,
     scope_lock_key,
 )
+from .side_rows import ScopeSideRows
 from .types import MemoryNote, Scope
 from .vector_bytes import pack_vector
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
 
-class Store:
+class Store(ScopeSideRows):
     """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
@@ -350,58 +351,3 @@ class Store:
                 "AND thread_id = ? AND seq > ? ORDER BY seq",
                 (*_scope_key(scope), seq),
             ).fetchall()
-
-    # -- lineage -----------------------------------------------------------------------
-
-    def revoke_source(self, scope: Scope, entry_id: str, status: str) -> None:
-        """Record that a session entry was corrected, revoked, forgotten or put on legal hold."""
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO source_lineage VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (tenant_id, resource_id, thread_id, entry_id) DO UPDATE SET "
-                "status = CASE WHEN source_lineage.status = 'legal_hold' THEN 'legal_hold' ELSE excluded.status END, "
-                "changed_at = excluded.changed_at",
-                (*_scope_key(scope), entry_id, status, iso_now()),
-            )
-
-    def revoked_sources(self, scope: Scope) -> dict[str, str]:
-        """Return ``{entry_id: status}`` of the scope's revoked source entries."""
-        with self.read() as conn:
-            return dict(
-                conn.execute(
-                    "SELECT entry_id, status FROM source_lineage WHERE tenant_id = ? AND resource_id = ? "
-                    "AND thread_id = ?",
-                    _scope_key(scope),
-                ).fetchall()
-            )
-
-    # -- working -----------------------------------------------------------------------
-
-    def get_working(self, scope: Scope) -> tuple[dict[str, Any], int]:
-        """Return the scope's working value and version (``{}``, 0 before the first write)."""
-        with self.read() as conn:
-            row = conn.execute(
-                "SELECT value, version FROM working WHERE tenant_id = ? AND resource_id = ? AND thread_id = ?",
-                _scope_key(scope),
-            ).fetchone()
-        if row is None:
-            return {}, 0
-        value = json.loads(row[0])
-        return (value if isinstance(value, dict) else {}), int(row[1])
-
-    def cas_working(self, scope: Scope, value: dict[str, Any], expected_version: int) -> int | None:
-        """Write the working value if its version is still ``expected_version``; return the new
-        version, or None when another writer got there first (nothing written)."""
-        payload = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        with self.write() as conn:
-            if expected_version == 0:
-                cur = conn.execute(
-                    "INSERT INTO working VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING", (*_scope_key(scope), payload)
-                )
-            else:
-                cur = conn.execute(
-                    "UPDATE working SET value = ?, version = version + 1 WHERE tenant_id = ? AND resource_id = ? "
-                    "AND thread_id = ? AND version = ?",
-                    (payload, *_scope_key(scope), expected_version),
-                )
-            return expected_version + 1 if cur.rowcount == 1 else None

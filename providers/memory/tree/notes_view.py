@@ -90,13 +90,13 @@ class NotesView:
         self._db = database
         self._pg = database.dialect == "postgresql"
         self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
-        self._scope_key = scope
+        self._scope_id = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
 
     def present(self) -> str:
         """The scope's "now", which the kind folders list at (:mod:`..fabric.clock`)."""
-        return scope_now(self._db, self._scope_key)
+        return scope_now(self._db, self._scope_id)
 
     def _rows(self, sql: str, args: dict[str, Any]) -> list[Any]:
         """Every row of a read, fetched before the connection is given back."""

@@ -31,6 +31,15 @@ def _frozen(monkeypatch: pytest.MonkeyPatch, stamp: str) -> None:
         monkeypatch.setattr(module, "iso_now", lambda: stamp)
 
 
+def _two_ahead_one_behind(monkeypatch: pytest.MonkeyPatch, notes: Any, ahead: str) -> list[Any]:
+    """Versions 1 and 2 of the fact x from a replica whose clock reads ``ahead``, then version 3 from
+    one at 10:00:00.000."""
+    _frozen(monkeypatch, f"2026-12-02T{ahead}Z")
+    versions = [notes.remember(kind="fact", name="x", content=f"version {i} of the rule") for i in (1, 2)]
+    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
+    return [*versions, notes.remember(kind="fact", name="x", content="version 3, from a clock behind")]
+
+
 def test_versions_written_in_one_millisecond_keep_one_current_version(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,11 +66,7 @@ def test_a_writer_whose_clock_runs_behind_folds_into_the_latest_version(
     """Two replicas, the second's clock 200 ms behind the first's."""
     memory = create_memory(store_url, **SCOPE)
     notes = create_memory_fabric(memory)
-    _frozen(monkeypatch, "2026-12-02T10:00:00.200Z")
-    first = notes.remember(kind="fact", name="x", content="the first version")
-    second = notes.remember(kind="fact", name="x", content="the second version")
-    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
-    third = notes.remember(kind="fact", name="x", content="the third version, from a clock behind")
+    first, second, third = _two_ahead_one_behind(monkeypatch, notes, "10:00:00.200")
     assert (second.supersedes, third.supersedes) == (first.id, second.id)
     assert [row[0] for row in _current(memory, "name = 'x'")] == [third.id]
     memory.close()
@@ -96,11 +101,7 @@ def test_a_replica_whose_clock_runs_behind_reads_its_own_write(store_url: str, m
     version its own write superseded (retired at the other replica's later time) is not shown."""
     memory = create_memory(store_url, **SCOPE)
     notes = create_memory_fabric(memory)
-    _frozen(monkeypatch, "2026-12-02T10:00:00.200Z")
-    notes.remember(kind="fact", name="x", content="the first version")
-    notes.remember(kind="fact", name="x", content="the second version")
-    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
-    third = notes.remember(kind="fact", name="x", content="the third version from a clock behind")
+    third = _two_ahead_one_behind(monkeypatch, notes, "10:00:00.200")[-1]
     found = notes.find("fact", "x")
     assert found is not None and found.id == third.id
     assert [hit.id for hit in notes.recall("version", kinds=["fact"]).hits] == [third.id]
@@ -115,11 +116,7 @@ def test_a_writer_more_than_a_minute_behind_writes_after_the_newest_version(
     superseded: the write supersedes the newest one instead of forking the chain."""
     memory = create_memory(store_url, **SCOPE)
     notes = create_memory_fabric(memory)
-    _frozen(monkeypatch, "2026-12-02T10:02:00.000Z")
-    first = notes.remember(kind="fact", name="x", content="the first version")
-    second = notes.remember(kind="fact", name="x", content="the second version")
-    _frozen(monkeypatch, "2026-12-02T10:00:00.000Z")
-    third = notes.remember(kind="fact", name="x", content="the third version, two minutes behind")
+    first, second, third = _two_ahead_one_behind(monkeypatch, notes, "10:02:00.000")
     assert (second.supersedes, third.supersedes) == (first.id, second.id)
     assert [row[0] for row in _current(memory, "name = 'x'")] == [third.id]
     later = notes.find("fact", "x", as_of="2026-12-02T10:03:00.000Z")
