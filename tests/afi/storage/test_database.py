@@ -70,16 +70,24 @@ def test_threads_write_at_once_and_every_row_lands(store_url: str) -> None:
 
 
 def _end_store_connections(url: str) -> None:
-    """Have the server end every connection to the store's database (as a restart does), and wait
-    until it has."""
+    """Have the server end every client connection to the store's database (as a restart does), and
+    wait until those backends are gone. Only the pids it signalled are awaited: an autovacuum worker
+    that visits the database meanwhile is not the store's and must not keep the wait going."""
     import psycopg
 
-    others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    clients = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    )
     with psycopg.connect(url, autocommit=True) as killer:
-        killer.execute(f"SELECT pg_terminate_backend(pid) {others}")
+        ended = [row[0] for row in killer.execute(clients).fetchall()]
+        assert ended, "the store held no connection to end"
+        for pid in ended:
+            killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
         deadline = time.monotonic() + 10
-        while killer.execute(f"SELECT COUNT(*) {others}").fetchone()[0]:  # the signal takes a moment
-            assert time.monotonic() < deadline, "the server did not end the store's connections"
+        alive = "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+        while killer.execute(alive, (ended,)).fetchone()[0]:  # the signal takes a moment
+            assert time.monotonic() < deadline, f"the server did not end the connections {ended}"
             time.sleep(0.02)
 
 
