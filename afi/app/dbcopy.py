@@ -30,6 +30,8 @@ from afi.providers.memory.ledger.index import index_messages
 from afi.storage.database import Connection, Database, is_postgres_url, open_database, store_label
 from afi.storage.pg_vector_form import HNSW_PREFIX, VectorForm, column_value, settle_vector_form
 
+from .dbcopy_columns import columns_of, select_list, stored_columns, stored_rows
+
 __all__ = ["TABLES", "CopyPlan", "TableCheck", "copy_store", "verify_copy"]
 
 PROGRESS_TABLE = "afi_copy_progress"
@@ -109,22 +111,8 @@ def _same_store(a: str | Path, b: str | Path) -> bool:
     return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
 
 
-def _columns(db: Database, table: str) -> list[str]:
-    """The table's stored columns (a SQLite rowid table's implicit ``rowid`` left out; generated
-    columns, which the engine computes, left out)."""
-    with db.read() as conn:
-        if db.dialect == "postgresql":
-            rows = conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ? AND is_generated = 'NEVER' ORDER BY ordinal_position",
-                (table,),
-            ).fetchall()
-            return [str(r[0]) for r in rows]
-        return [str(r[1]) for r in conn.execute(f"PRAGMA table_xinfo({table})").fetchall() if r[6] == 0]
-
-
 def _shared_columns(src: Database, dst: Database, spec: TableCopy) -> list[str]:
-    have, want = _columns(src, spec.name), set(_columns(dst, spec.name))
+    have, want = columns_of(src, spec.name), set(columns_of(dst, spec.name))
     columns = [c for c in have if c in want]
     for key in reversed(spec.key):  # a SQLite table's implicit rowid is named explicitly
         if key not in columns:
@@ -163,7 +151,7 @@ def _canonical(value: Any, column: str = VECTOR_COLUMN) -> Any:
 def _rows_after(db: Database, spec: TableCopy, columns: list[str], after: list[Any] | None,
                 limit: int | None) -> list[tuple[Any, ...]]:  # fmt: skip
     key = ", ".join(spec.key)
-    sql = f"SELECT {', '.join(columns)} FROM {spec.name}"
+    sql = f"SELECT {select_list(db, spec.name, columns)} FROM {spec.name}"
     params: list[Any] = []
     if after is not None:
         sql += f" WHERE ({key}) > ({', '.join('?' * len(after))})"
@@ -204,6 +192,7 @@ def _check_empty(dst: Database, done: dict[str, tuple[list[Any], int]]) -> None:
 
 def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]],
             form: VectorForm = "halfvec") -> None:  # fmt: skip
+    """Write a batch of rows as the destination keeps them (``columns`` in :func:`stored_columns`' names)."""
     if dialect == "postgresql" and not spec.replace and spec.name != "meta":
         # an empty destination (checked) and keys past the last batch: no row can conflict, so COPY
         raw = conn.raw  # type: ignore[attr-defined]  # the PostgreSQL engine's psycopg connection
@@ -301,7 +290,8 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
             after = [rows[-1][i] for i in key_at]
             count += len(rows)
             with dst.transaction() as conn:
-                _insert(conn, dst.dialect, spec, columns, rows, form)
+                stored = stored_rows(dst, spec.name, columns, rows)
+                _insert(conn, dst.dialect, spec, stored_columns(dst, spec.name, columns), stored, form)
                 conn.execute(
                     f"INSERT INTO {PROGRESS_TABLE} (source, tbl, last_key, copied) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (source, tbl) DO UPDATE SET last_key = excluded.last_key, copied = excluded.copied",

@@ -137,6 +137,32 @@ def test_a_copy_refuses_a_destination_that_holds_a_store(tmp_path: Path, pg_stor
     assert missing.returncode == 2 and "no store at" in missing.stderr
 
 
+def test_a_note_postgresql_cannot_derive_stops_the_copy_until_put_right(tmp_path: Path, pg_store_url: str) -> None:
+    """A PostgreSQL store keeps a note's front matter and adds the content back: a SQLite note whose
+    rendering does not end with its content (edited by hand) stops the copy with ``unsupported``
+    naming it, the batch holding it is not written, and the copy resumes once it is put right."""
+    sqlite_db, root = tmp_path / "afi.db", tmp_path / "files"
+    build_store(sqlite_db, root)
+    with sqlite3.connect(sqlite_db) as lite:
+        note_id, right = lite.execute("SELECT id, rendered FROM notes ORDER BY rowid DESC LIMIT 1").fetchone()
+        lite.execute("UPDATE notes SET rendered = 'edited by hand' WHERE id = ?", (note_id,))
+    lite.close()
+
+    refused = afi("db", "copy", "--from", str(sqlite_db), "--to", pg_store_url, db=sqlite_db)
+
+    assert refused.returncode == 2, refused.stderr
+    assert note_id in refused.stderr and "front matter" in refused.stderr and "Traceback" not in refused.stderr
+    with psycopg.connect(pg_store_url) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM notes WHERE id = %s", (note_id,)).fetchone() == (0,)
+    with sqlite3.connect(sqlite_db) as lite:
+        lite.execute("UPDATE notes SET rendered = ? WHERE id = ?", (right, note_id))
+    lite.close()
+    again = afi("db", "copy", "--from", str(sqlite_db), "--to", pg_store_url, db=sqlite_db)
+    assert again.returncode == 0, again.stderr
+    assert "every table checked" in again.stdout and "DIFFERS" not in again.stdout
+    assert answers(pg_store_url, root) == answers(sqlite_db, root)
+
+
 def test_every_table_of_a_store_is_copied(tmp_path: Path) -> None:
     """A table a later migration adds must be copied too: every table of a fresh SQLite store but the
     full-text indexes (rebuilt from the rows they index) and the migrations' own bookkeeping."""

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 from afi.storage.database import Database
 
-from .rows import iso_now
+from .rows import NAMED, file_name, iso_now
 from .store import Store
 from .types import MemoryNote, Scope
 
@@ -41,7 +41,7 @@ _LAST_STAMP = (
 # the versions of a name inserted after a given one (a successor is inserted after what it supersedes)
 _SUCCESSORS = (
     "SELECT id, supersedes, valid_from, valid_to, created_at FROM notes WHERE tenant_id = ? AND resource_id = ? "
-    "AND thread_id = ? AND kind = ? AND name = ? AND status = 'active' AND supersedes IS NOT NULL AND rowid > "
+    f"AND thread_id = ? AND kind = ? AND {NAMED} AND status = 'active' AND supersedes IS NOT NULL AND rowid > "
     "(SELECT o.rowid FROM notes o WHERE o.tenant_id = ? AND o.resource_id = ? AND o.thread_id = ? AND o.id = ?) "
     "ORDER BY rowid"
 )
@@ -81,7 +81,7 @@ def chain_head(store: Store, scope: Scope, note: MemoryNote) -> MemoryNote:
         return note
     with store.read() as conn:
         key = (scope.tenant_id, scope.resource_id, scope.thread_id)
-        rows = conn.execute(_SUCCESSORS, (*key, note.kind, note.name, *key, note.id))
+        rows = conn.execute(_SUCCESSORS, (*key, note.kind, file_name(note.name), *key, note.id))
         successors: dict[str, tuple[str, str | None, str | None, str]] = {}
         for version_id, supersedes, valid_from, valid_to, created_at in rows.fetchall():
             successors[str(supersedes)] = (str(version_id), valid_from, valid_to, str(created_at))  # the last wins

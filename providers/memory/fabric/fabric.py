@@ -22,6 +22,7 @@ from .fields import canonical_time, check_hex, validate_fields
 from .memory import Memory, normalize_consent
 from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
+from .rows import NAMED, file_name
 from .store import iso_now
 from .types import NOTE_KINDS, ForgetResult, MemoryNote, PromotedFrom, RecallResult
 from .workers import FabricSettings, evolve_neighbors, link_neighbors, resolve_settings
@@ -250,8 +251,8 @@ class MemoryFabric:
             return read_blocks(self.memory).get(name)
         at = self.memory.present() if as_of is None else canonical_time(as_of, "as_of")
         rows = self.memory.store.select_notes(
-            self.memory.scope, f"kind = ? AND name = ? AND status = 'active' AND {_VALID_NOW}",
-            (kind, name, at, at), order="seq DESC", limit=1,
+            self.memory.scope, f"kind = ? AND {NAMED} AND status = 'active' AND {_VALID_NOW}",
+            (kind, file_name(name), at, at), order="seq DESC", limit=1,
         )  # fmt: skip
         return rows[0] if rows else None
 

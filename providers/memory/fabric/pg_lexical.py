@@ -1,17 +1,18 @@
 """BM25 on PostgreSQL: the lexical half of recall and consolidation, ranked the way FTS5 ranks.
 
-``notes.lexical`` is a generated ``tsvector`` (English stemming) with a GIN index. PostgreSQL's own
+A note's lexemes are :data:`~afi.storage.pg_derived_notes.LEXEMES_SQL` (English stemming, no positions),
+which a GIN index keeps; the note keeps only their count (``notes.lexemes``). PostgreSQL's own
 ``ts_rank`` knows nothing of how rare a term is across the notes, so it is not used: the score is
 Okapi BM25 (k1 1.2, b 0.75, FTS5's defaults) summed over the query's lexemes, with each lexeme's
 document count and the average note length from :class:`PgTermStats` (cached, refreshed as the store
-grows). A note's term frequency is taken as one for each lexeme it holds (``lexical @@ lexeme``, a
-binary search in its ``tsvector``) rather than read from its positions: unnesting every hit's
-``tsvector`` cost 14 ms a query at 100k notes, and for notes of a few sentences BM25's saturating tf
-is 1 almost always (LoCoMo dev recall@10 is the same either way: NOTES.md). The GIN index finds the
-notes holding any lexeme; only those are scored.
+grows). A note's term frequency is taken as one for each lexeme it holds rather than read from
+positions (the index keeps none): for notes of a few sentences BM25's saturating tf is 1 almost always
+(LoCoMo dev recall@10 is the same either way: NOTES.md). So a note's score is the sum of the weights of
+the query lexemes it holds, scaled by its length: the query asks the index for each lexeme's notes on
+its own (``UNION ALL``) and sums per note, never computing a note's lexemes again.
 
-Document counts of common lexemes come from the planner's own statistics of the column (ANALYZE
-keeps the most common lexemes of a ``tsvector`` column with their frequencies in ``pg_stats``):
+Document counts of common lexemes come from the planner's own statistics of the index's expression
+(ANALYZE keeps the most common lexemes of a ``tsvector`` with their frequencies in ``pg_stats``):
 counting a common lexeme's notes cost 5 ms each at 100k notes. The rest, rarer than any lexeme in
 those statistics, are counted, up to a cap (the caller's posting budget: a lexeme past it is left
 out of the query by the term selection anyway).
@@ -23,6 +24,8 @@ import math
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from afi.storage.pg_derived_notes import LEXEMES_SQL
 
 from .lexical import StemCache, rarest_terms, stale_after
 from .types import Scope
@@ -36,17 +39,23 @@ _STEMS = (
     "SELECT i, COALESCE((SELECT array_agg(lexeme ORDER BY lexeme) FROM unnest(to_tsvector('english'::regconfig, t))), "
     "'{}') FROM unnest(?::text[]) WITH ORDINALITY AS q(t, i)"
 )
-_DOC_FREQ = "SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE lexical @@ quote_literal(?)::tsquery LIMIT ?) AS hit"
-_CORPUS = "SELECT COUNT(*), COALESCE(AVG(length(lexical)), 0) FROM notes"
+_DOC_FREQ = (
+    f"SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE {LEXEMES_SQL} @@ quote_literal(?)::tsquery LIMIT ?) AS hit"
+)
+_CORPUS = "SELECT COUNT(*), COALESCE(AVG(lexemes), 0) FROM notes"
 _COMMON = (
     "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-    "WHERE schemaname = current_schema() AND tablename = 'notes' AND attname = 'lexical'"
+    "WHERE schemaname = current_schema() AND tablename = 'notes_lexical'"
 )
 
+# one branch per query lexeme, each its notes from the index with that lexeme's weight
+_HOLDING = f"""
+SELECT n.rowid, n.lexemes, ?::float8 AS weight FROM notes n
+WHERE {LEXEMES_SQL} @@ ?::tsquery AND n.tenant_id = ? AND n.resource_id = ? AND n.thread_id = ? {{filter}}
+"""
 _BM25 = f"""
-SELECT n.rowid FROM notes n
-WHERE n.lexical @@ ?::tsquery AND n.tenant_id = ? AND n.resource_id = ? AND n.thread_id = ? {{filter}}
-ORDER BY ({{matched}}) * {K1 + 1} / (1 + {K1} * ({1 - B} + {B} * length(n.lexical) / ?)) DESC, n.rowid
+SELECT h.rowid FROM ({{holding}}) AS h GROUP BY h.rowid, h.lexemes
+ORDER BY SUM(h.weight) * {K1 + 1} / (1 + {K1} * ({1 - B} + {B} * h.lexemes / ?)) DESC, h.rowid
 LIMIT ?
 """
 
@@ -170,12 +179,15 @@ def pg_bm25_rowids(
     notes = max(notes, 1)
     df = stats.doc_freq(conn, set(lexemes), seq, notes + 1)
     idf = [max(1e-6, math.log((notes - df[x] + 0.5) / (df[x] + 0.5) + 1.0)) for x in lexemes]
-    matched = " + ".join("CASE WHEN n.lexical @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in lexemes)
-    sql = _BM25.format(filter=f"AND ({where})" if where else "", matched=matched)
-    per_lexeme = [value for lexeme, weight in zip(lexemes, idf, strict=True) for value in (_tsquery([lexeme]), weight)]
-    rows = conn.execute(
-        sql,
-        (_tsquery(lexemes), scope.tenant_id, scope.resource_id, scope.thread_id, *params, *per_lexeme,
-         max(average, 1.0), limit),
-    ).fetchall()  # fmt: skip
+    holding = _HOLDING.format(filter=f"AND ({where})" if where else "")
+    sql = _BM25.format(holding=" UNION ALL ".join(holding for _ in lexemes))
+    per_lexeme = [
+        value
+        for lexeme, weight in zip(lexemes, idf, strict=True)
+        for value in (weight, _tsquery([lexeme]), scope.tenant_id, scope.resource_id, scope.thread_id, *params)
+    ]
+    # each branch reads its lexeme's notes from the index; parallel workers only slowed these small reads
+    with conn.raw.transaction():
+        conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        rows = conn.execute(sql, (*per_lexeme, max(average, 1.0), limit)).fetchall()
     return [int(row[0]) for row in rows]

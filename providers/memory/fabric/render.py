@@ -16,7 +16,7 @@ import yaml
 from .errors import MemoryValidationError
 from .types import MemoryNote
 
-__all__ = ["READ_ONLY_FIELDS", "WRITABLE_FIELDS", "parse_note", "render_note"]
+__all__ = ["READ_ONLY_FIELDS", "WRITABLE_FIELDS", "parse_note", "render_front", "render_note"]
 
 # Front matter order: identity first, then validity, then annotations.
 _ORDER = (
@@ -98,8 +98,8 @@ def _dumper_for(front: dict[str, Any]) -> type[yaml.SafeDumper]:
     return _CDumper if _one_line_ascii(front) else _Dumper
 
 
-def render_note(note: MemoryNote) -> str:
-    """Given a note, return its Markdown: ``---`` front matter ``---`` then the content and a newline."""
+def render_front(note: MemoryNote) -> str:
+    """Given a note, return the head of its Markdown: ``---``, the front matter, ``---``, each on its line."""
     data = note.model_dump(mode="json", exclude_none=True, exclude={"scope"})
     front: dict[str, Any] = {}
     for key in _ORDER:
@@ -108,8 +108,15 @@ def render_note(note: MemoryNote) -> str:
             continue
         front[key] = value
     head = yaml.dump(front, Dumper=_dumper_for(front), sort_keys=False, allow_unicode=True, width=1_000_000)
+    return f"---\n{head}---\n"
+
+
+def render_note(note: MemoryNote) -> str:
+    """Given a note, return its Markdown: ``---`` front matter ``---`` then the content and a newline
+    (a PostgreSQL store keeps the front matter and puts the two together the same way in SQL:
+    ``afi.storage.pg_derived_notes``)."""
     body = note.content if note.content.endswith("\n") else note.content + "\n"
-    return f"---\n{head}---\n{body}"
+    return render_front(note) + body
 
 
 def parse_note(text: str) -> tuple[dict[str, Any], str]:

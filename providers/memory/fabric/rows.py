@@ -12,9 +12,11 @@ from .types import MemoryNote, NoteLink, PromotedFrom, Scope
 
 __all__ = [
     "INSERT_CHANGE",
+    "NAMED",
     "NOTE_COLUMNS",
     "change_row",
     "consent_state",
+    "file_name",
     "iso_now",
     "iso_to_epoch",
     "json_list",
@@ -31,6 +33,16 @@ NOTE_COLUMNS = (
 _SELECT = ", ".join(("rowid", "seq", *NOTE_COLUMNS))
 # what the vector index keeps of a row (see vectors.py)
 _INDEX_SELECT = "rowid, id, kind, valid_from, valid_to, consent, source_entry_ids, status, embedding"
+
+
+# A note by name, in the words of the file-name index (``name || '.md'``), the one index of names both
+# engines have; the parameter is :func:`file_name` of the name
+NAMED = "name IS NOT NULL AND name || '.md' = ?"
+
+
+def file_name(name: str | None) -> str | None:
+    """The parameter :data:`NAMED` takes for a name."""
+    return None if name is None else name + ".md"
 
 
 def iso_now() -> str:

@@ -30,7 +30,7 @@ from afi.storage.postgres_schema import applied_pg_steps
 from .errors import MemoryValidationError
 from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
 from .pg_lexical import PgTermStats, pg_bm25_rowids
-from .render import render_note
+from .render import render_front, render_note
 from .rows import (
     _INDEX_SELECT,
     _SELECT,
@@ -66,6 +66,11 @@ class Store(ScopeSideRows):
         self._check_embedder(embedder_name, dims)
         # on PostgreSQL: sparsevec for a sparse embedder, halfvec otherwise (afi.storage.pg_vector_form)
         self.vector_form: VectorForm = "halfvec"
+        # what a row keeps of the note's Markdown: all of it in SQLite, the front matter in PostgreSQL,
+        # where SQL adds the content back (afi.storage.pg_derived_notes)
+        self._rendering: tuple[str, Callable[[MemoryNote], str]] = (
+            ("front", render_front) if self.postgres else ("rendered", render_note)
+        )
         if self.postgres:
             with self.write() as conn:
                 self.vector_form = settle_vector_form(conn)
@@ -184,9 +189,10 @@ class Store(ScopeSideRows):
         """Insert a note row (with its rendering and embedding); return its seq."""
         with self.write() as conn:
             seq = self._bump(conn, scope, note.id, "upsert")
-            cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", "rendered", "embedding")
+            column, render = self._rendering
+            cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", column, "embedding")
             blob = None if embedding is None else self._vector(embedding)
-            values = [*_scope_key(scope), *_note_values(note), seq, render_note(note), blob]
+            values = [*_scope_key(scope), *_note_values(note), seq, render(note), blob]
             conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
             return seq
 
@@ -195,8 +201,9 @@ class Store(ScopeSideRows):
         given); return its new seq. Raises MemoryValidationError when the row is not in the scope."""
         with self.write() as conn:
             seq = self._bump(conn, scope, note.id, "upsert")
-            sets = [f"{col} = ?" for col in NOTE_COLUMNS] + ["seq = ?", "rendered = ?"]
-            values = [*_note_values(note), seq, render_note(note)]
+            column, render = self._rendering
+            sets = [f"{col} = ?" for col in NOTE_COLUMNS] + ["seq = ?", f"{column} = ?"]
+            values = [*_note_values(note), seq, render(note)]
             if embedding is not None:
                 sets.append("embedding = ?")
                 values.append(self._vector(embedding))

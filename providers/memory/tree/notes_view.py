@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from afi.storage.database import Database, Dialect
+from afi.storage.pg_derived_notes import RENDERED_SQL
 from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
@@ -24,7 +25,9 @@ from ..fabric.types import Scope
 
 __all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
 
-_SIZE: dict[Dialect, str] = {"sqlite": "length(CAST(rendered AS BLOB))", "postgresql": "octet_length(rendered)"}
+# a note's Markdown: stored in SQLite, its front matter and content put together in PostgreSQL
+_RENDERED: dict[Dialect, str] = {"sqlite": "rendered", "postgresql": RENDERED_SQL}
+_SIZE: dict[Dialect, str] = {"sqlite": "length(CAST(rendered AS BLOB))", "postgresql": f"octet_length({RENDERED_SQL})"}
 
 
 def _valid_now(table: str = "") -> str:
@@ -90,6 +93,7 @@ class NotesView:
         self._db = database
         self._pg = database.dialect == "postgresql"
         self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
+        self._rendered = _RENDERED[database.dialect]
         self._scope_id = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
@@ -166,10 +170,10 @@ class NotesView:
     def current(self, kind: str, name: str, at: str | None = None) -> tuple[NoteRow, str] | None:
         """The note of ``kind`` named ``name`` valid now (or at ``at``), with its rendering."""
         sql = (
-            f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND kind = :kind AND name = :name "
-            f"AND {_VALID_NOW}{_written(at)} ORDER BY seq DESC LIMIT 1"
+            f"SELECT {self._columns}, {self._rendered} FROM notes WHERE {self._where} AND kind = :kind "
+            f"AND name IS NOT NULL AND name || '.md' = :file AND {_VALID_NOW}{_written(at)} ORDER BY seq DESC LIMIT 1"
         )
-        found = self._rows(sql, {**self._scope, "kind": kind, "name": name, "now": at or self.present()})
+        found = self._rows(sql, {**self._scope, "kind": kind, "file": name + ".md", "now": at or self.present()})
         return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
 
     def current_ids(self, names: Sequence[tuple[str, str]], at: str | None = None) -> dict[tuple[str, str], str]:
@@ -179,10 +183,10 @@ class NotesView:
             return {}
         pairs = list(dict.fromkeys(names))
         values = ", ".join(f"(:k{i}, :n{i})" for i in range(len(pairs)))
-        wanted = f"WITH wanted(kind, name) AS (VALUES {values}) SELECT "
-        joined = (
+        wanted = f"WITH wanted(kind, file) AS (VALUES {values}) SELECT "
+        joined = (  # by file name: the index of names both engines have
             " JOIN notes n ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h "
-            "AND n.kind = w.kind AND n.name = w.name WHERE n.status = 'active' "
+            "AND n.kind = w.kind AND n.name IS NOT NULL AND n.name || '.md' = w.file WHERE n.status = 'active' "
             f"AND {_valid_now('n.')}{_written(at, 'n.')}"
         )
         if self._pg:  # the latest valid version of each name: its first row by seq, newest first
@@ -194,15 +198,15 @@ class NotesView:
             sql = f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS{joined} GROUP BY n.kind, n.name"
         args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         for i, (kind, name) in enumerate(pairs):
-            args[f"k{i}"], args[f"n{i}"] = kind, name
+            args[f"k{i}"], args[f"n{i}"] = kind, name + ".md"
         return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
 
     def version(self, note_id: str, at: str | None = None) -> tuple[NoteRow, str] | None:
         """One stored version by id (for /history; with ``at``, only if written by then), with its rendering."""
         written = "" if at is None else " AND created_at <= :at"
         sql = (
-            f"SELECT {self._columns}, rendered FROM notes WHERE {self._where} AND status = 'active' AND id = :id"
-            + written
+            f"SELECT {self._columns}, {self._rendered} FROM notes "
+            f"WHERE {self._where} AND status = 'active' AND id = :id{written}"
         )
         found = self._rows(sql, {**self._scope, "id": note_id, "at": at})
         return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
@@ -227,7 +231,7 @@ class NotesView:
         where = f"{self._where} AND status = 'active'{_written(at)}"
         args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         if literals and self._pg:
-            likes = "".join(f" AND {ilike('rendered', f':l{i}')}" for i in range(len(literals)))
+            likes = "".join(f" AND {ilike(self._rendered, f':l{i}')}" for i in range(len(literals)))
             sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}"
             args.update({f"l{i}": like_pattern(literal) for i, literal in enumerate(literals)})
         elif literals:
@@ -250,7 +254,7 @@ class NotesView:
         # SQLite: + looks the rows up by rowid, not by the scope's index (PostgreSQL has no unary + on text).
         plus = "" if self._pg else "+"
         sql = (
-            f"SELECT rowid, rendered FROM notes WHERE rowid IN ({marks}) "
+            f"SELECT rowid, {self._rendered} FROM notes WHERE rowid IN ({marks}) "
             f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
         )
         scope = (self._scope["t"], self._scope["r"], self._scope["h"])

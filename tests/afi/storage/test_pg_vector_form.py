@@ -14,13 +14,15 @@ import pytest
 from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 
+from afi.errors import Unsupported
 from afi.providers.memory import HashEmbedder, create_memory_fabric
 from afi.providers.memory.fabric.memory import space_memory
 from afi.providers.memory.fabric.store import Store
 from afi.providers.memory.fabric.vector_bytes import pack_vector, unpack_vector
 from afi.storage.migrations import VERSION_TABLE
+from afi.storage.pg_derived_notes import LEXEMES_SQL, RENDERED_SQL
 from afi.storage.postgres import PostgresDatabase
-from afi.storage.postgres_schema import STEPS, T, migrate_postgres
+from afi.storage.postgres_schema import STEPS, T, migrate_postgres, pg_version
 from tests.support.postgres import database_url
 
 TEXTS = [
@@ -154,10 +156,11 @@ def test_step_7_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path,
     after = _vectors(step6_url)
     assert after.keys() == before.keys() and all(np.array_equal(after[k], before[k]) for k in before)
     with psycopg.connect(step6_url) as conn:
-        # the lexical index keeps which lexemes a note holds, not where; the GINs' pending lists are small
-        assert conn.execute(
-            "SELECT bool_and(lexical = strip(lexical) AND length(lexical) > 0) FROM notes"
-        ).fetchone() == (True,)
+        # the lexical index keeps which lexemes a note holds, the note only how many (step 9); the GINs'
+        # pending lists are small; each rendering, derived again, is the text the SQLite store keeps
+        counted = f"SELECT bool_and(lexemes = length({LEXEMES_SQL}) AND lexemes > 0) FROM notes"
+        assert conn.execute(counted).fetchone() == (True,)
+        derived = dict(conn.execute(f"SELECT id, {RENDERED_SQL} FROM notes").fetchall())
         options: dict[str, str] = dict(conn.execute(
             "SELECT c.relname, array_to_string(c.reloptions, ',') FROM pg_class c "
             "WHERE c.relname IN ('notes_lexical', 'notes_rendered_folded_trgm')"
@@ -166,7 +169,39 @@ def test_step_7_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path,
         "notes_lexical": "gin_pending_list_limit=64",
         "notes_rendered_folded_trgm": "fastupdate=on,gin_pending_list_limit=64",
     }
+    with sqlite3.connect(sqlite_db) as lite:
+        assert derived == dict(lite.execute("SELECT id, rendered FROM notes").fetchall())
     migrated = create_memory_fabric(space_memory(step6_url, "default"))
     assert {q: migrated.recall(q, top_k=1).hits[0].content for q in QUESTIONS} == expected
     fresh = migrated.remember(kind="fact", content="the release train leaves every other Thursday")
     assert migrated.recall("when does the release train leave", top_k=1).hits[0].id == fresh.id
+
+
+def test_step_9_refuses_a_rendering_it_cannot_derive_and_changes_nothing(tmp_path: Path, step6_url: str) -> None:
+    """A stored rendering that is not its front matter followed by its content (written by hand) stops
+    step 9 with ``unsupported`` naming the note; the store stays at step 8, every rendering as it was,
+    and once the note is put right the step runs."""
+    sqlite_db = tmp_path / "afi.db"
+    lite = create_memory_fabric(space_memory(str(sqlite_db), "default"))
+    ids = [lite.remember(kind="fact", content=text).id for text in TEXTS[:3]]
+    lite.memory.store.close()
+    _old_store(sqlite_db, step6_url)
+    with psycopg.connect(step6_url, autocommit=True) as conn:
+        right = conn.execute("SELECT rendered FROM notes WHERE id = %s", (ids[1],)).fetchone()[0]
+        conn.execute("UPDATE notes SET rendered = 'written by hand' WHERE id = %s", (ids[1],))
+
+    with pytest.raises(Unsupported) as refused:
+        migrate_postgres(step6_url)
+
+    assert ids[1] in refused.value.message and "step 8" in refused.value.message
+    with psycopg.connect(step6_url) as conn:
+        assert pg_version(conn) == 8
+        kept = dict(conn.execute("SELECT id, rendered FROM notes").fetchall())
+        assert kept[ids[1]] == "written by hand" and len(kept) == 3
+        assert conn.execute("SELECT to_regclass('notes_kind_name') IS NOT NULL").fetchone() == (True,)
+    with psycopg.connect(step6_url, autocommit=True) as conn:
+        conn.execute("UPDATE notes SET rendered = %s WHERE id = %s", (right, ids[1]))
+    _, applied = migrate_postgres(step6_url)
+    assert [step.number for step in applied] == [9]
+    with psycopg.connect(step6_url) as conn:
+        assert conn.execute(f"SELECT {RENDERED_SQL} FROM notes WHERE id = %s", (ids[1],)).fetchone() == (right,)

@@ -15,6 +15,7 @@ import re2
 
 from afi.regex import Regex, compile_regex
 from afi.storage.database import Connection, Database, open_database
+from afi.storage.pg_derived_notes import RENDERED_SQL
 from afi.storage.pg_trigram import folded, ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
@@ -184,7 +185,7 @@ def _all_matches(regex: Regex, haystack: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("table", "column", "index"),
-    [("notes", "rendered", "notes_rendered_folded_trgm"), ("workspace_files", "text", "workspace_files_trgm")],
+    [("notes", RENDERED_SQL, "notes_rendered_folded_trgm"), ("workspace_files", "text", "workspace_files_trgm")],
 )
 def test_the_store_s_trigram_indexes_serve_grep_s_conditions(
     pg_store_url: str, table: str, column: str, index: str

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from afi.providers.memory.fabric.rows import NAMED, file_name
 from afi.providers.memory.fabric.types import Scope
 from afi.providers.memory.tree.notes_view import NotesView, glob_regex
 from afi.storage.database import Database, open_database
@@ -30,7 +31,9 @@ def _glob_oracle(pairs: list[tuple[str, str]]) -> list[bool]:
 
 
 class Notes:
-    """Writes note rows into one store as the fabric does, one ``note_changes`` row each."""
+    """Writes note rows into one store as the fabric does, one ``note_changes`` row each. A rendering
+    ends with a newline, as every rendering does (one is added when the text has none); its content is
+    the whole text: SQLite stores the rendering, PostgreSQL an empty front matter and adds the content."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -40,12 +43,14 @@ class Notes:
             valid_from: str | None = None, valid_to: str | None = None, status: str = "active") -> None:  # fmt: skip
         self.seq += 1
         where = (scope.tenant_id, scope.resource_id, scope.thread_id)
+        text = rendered if rendered.endswith("\n") else rendered + "\n"
+        column, stored = ("front", "") if self.database.dialect == "postgresql" else ("rendered", text)
         with self.database.transaction() as conn:
             conn.execute(
                 "INSERT INTO notes (tenant_id, resource_id, thread_id, id, kind, name, content, ingested_at, "
-                "created_at, token_count, valid_from, valid_to, status, seq, rendered) "
+                f"created_at, token_count, valid_from, valid_to, status, seq, {column}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*where, id_, kind, name, rendered, PAST, PAST, 1, valid_from, valid_to, status, self.seq, rendered),
+                (*where, id_, kind, name, text, PAST, PAST, 1, valid_from, valid_to, status, self.seq, stored),
             )
             conn.execute(
                 "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op) VALUES (?, ?, ?, ?, ?)",
@@ -142,21 +147,21 @@ def test_the_version_valid_now_is_the_latest(view: NotesView, notes: Notes) -> N
     notes.add("000000000003", "old", name="gone", valid_to=PAST)
     notes.add("000000000004", "elsewhere", name="units", scope=ELSEWHERE)
     found = view.current("fact", "units")
-    assert found is not None and found[0].id == "000000000002" and found[1] == "units v2"
-    assert found[0].size == len(b"units v2") and found[0].etag == '"n000000000002-2"'
+    assert found is not None and found[0].id == "000000000002" and found[1] == "units v2\n"
+    assert found[0].size == len(b"units v2\n") and found[0].etag == '"n000000000002-2"'
     assert view.current("fact", "gone") is None
     wanted = [("fact", "units"), ("fact", "gone"), ("procedure", "units"), ("fact", "units")]
     assert view.current_ids(wanted) == {("fact", "units"): "000000000002"}
     assert view.current_ids([]) == {}
     old = view.version("000000000001")
-    assert old is not None and old[1] == "units v1"
+    assert old is not None and old[1] == "units v1\n"
     assert view.version("000000000004") is None  # another scope's
 
 
 def test_sizes_are_bytes_of_the_rendering(view: NotesView, notes: Notes) -> None:
     notes.add("000000000001", "日本語 é", name="wide")
     (row,) = view.list_current("fact", after=None, glob=None, limit=10)
-    assert row.size == len("日本語 é".encode())
+    assert row.size == len("日本語 é\n".encode())
 
 
 def test_grep_candidates_hold_every_literal_in_any_case(view: NotesView, notes: Notes) -> None:
@@ -184,8 +189,25 @@ def test_renderings_by_rowid_are_the_scope_s_own(view: NotesView, notes: Notes, 
     notes.add("000000000002", "theirs", name="theirs", scope=ELSEWHERE)
     with database.read() as conn:
         rowids = {str(id_): int(rowid) for rowid, id_ in conn.execute("SELECT rowid, id FROM notes").fetchall()}
-    assert view.rendered_by_rowid(list(rowids.values())) == {rowids["000000000001"]: "mine"}
+    assert view.rendered_by_rowid(list(rowids.values())) == {rowids["000000000001"]: "mine\n"}
     assert view.rendered_by_rowid([]) == {}
+
+
+def test_a_lookup_by_name_reads_the_file_name_index(database: Database, notes: Notes) -> None:
+    """Every lookup of a note by name says :data:`NAMED`, which the file-name index serves on both
+    engines (PostgreSQL keeps no other index of names)."""
+    for i in range(40):
+        notes.add(f"{i:012x}", f"fact {i}", name=f"n{i}")
+    sql = f"SELECT id FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND kind = ? AND {NAMED}"
+    args = [SCOPE.tenant_id, SCOPE.resource_id, SCOPE.thread_id, "fact", file_name("n7")]
+    with database.transaction() as conn:
+        assert [row[0] for row in conn.execute(sql, args).fetchall()] == [f"{7:012x}"]
+        if database.dialect == "postgresql":
+            conn.execute("SET LOCAL enable_seqscan = off")
+            plan = " ".join(str(row[0]) for row in conn.execute(f"EXPLAIN {sql}", args).fetchall())
+        else:
+            plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall())
+    assert "notes_file_name" in plan, plan
 
 
 def test_the_change_token_grows_with_each_write_of_the_scope(view: NotesView, notes: Notes) -> None:
