@@ -1,9 +1,11 @@
 """Both engines side by side, one run: the same notes in a SQLite file and in PostgreSQL.
 
-``python -m bench engines [--quick] [--notes N]``. N notes of about 200 characters (every one carries
-a token shared by 100 notes, so an exact search for it is selective) are remembered into a SQLite
-store (no consolidation, one transaction), then bulk-loaded into PostgreSQL with ``afi db copy``
-(COPY, indexes built once at the end). On each engine, in turn:
+``python -m bench engines [--quick] [--notes=N]``, or ``python -m bench.engines [--quick] [--notes N]
+[--store PATH]``. N notes of about 200 characters (every one carries a token shared by 100 notes, so
+an exact search for it is selective) are remembered into a SQLite store (no consolidation, one
+transaction), then bulk-loaded into PostgreSQL with ``afi db copy`` (COPY, indexes built once at the
+end). With ``--store``, that SQLite store is built there once and kept: a later run measures a copy of
+it (the same N notes each time) and skips the build, whose rate it then does not report. On each engine, in turn:
 
 - **remember** with consolidation on (new notes, one by one, through the fabric);
 - **recall** p50 (the fabric's hybrid recall: BM25 and vectors);
@@ -18,11 +20,12 @@ The PostgreSQL server runs durable, with ``shared_buffers`` 2 GB and ``max_wal_s
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import random
+import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -137,8 +140,39 @@ def _pg_bytes(url: str, empty: str, n: int) -> float:
     return (sizes[0] - sizes[1]) / n
 
 
-def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
-    """Build both stores, measure both engines; print the table, write the JSON, return it."""
+def _build_sqlite(db: Path, n: int) -> float:
+    """Remember the bench's n notes into a new SQLite store at db, one transaction; return notes/s."""
+    fabric = _fabric(str(db))
+    started = time.perf_counter()
+    with fabric.memory.store.write():
+        for text in texts(n):
+            fabric.remember(kind="fact", content=text, consolidate=False)
+    rate = n / (time.perf_counter() - started)
+    fabric.memory.store.close()
+    return rate
+
+
+def _kept_store(store: Path, db: Path, n: int) -> float | None:
+    """Copy the kept store to db, building it first when absent; return the build's notes/s (None: reused)."""
+    rate = None
+    if not store.exists():
+        partial = store.with_name(store.name + ".building")
+        partial.unlink(missing_ok=True)
+        rate = _build_sqlite(partial, n)
+        with contextlib.closing(sqlite3.connect(partial)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        partial.replace(store)
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        held = conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+    if held != n:
+        raise SystemExit(f"{store} holds {held:,} notes, not {n:,}: give --notes={held} or another --store")
+    shutil.copyfile(store, db)
+    return rate
+
+
+def run(*, quick: bool = False, notes: int | None = None, store: Path | None = None) -> dict[str, Any]:
+    """Build (or copy the kept) SQLite store and its PostgreSQL copy, measure both engines; print the
+    table, write the JSON, return it."""
     from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
     from tests.support.postgres import Databases, postgres_server
 
@@ -148,13 +182,7 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
         sqlite_db, root = base / "afi.db", base / "files"
         databases = Databases(server_url)
         pg_url, empty = databases.fresh(), databases.fresh()
-        fabric = _fabric(str(sqlite_db))
-        started = time.perf_counter()
-        with fabric.memory.store.write():
-            for text in texts(n):
-                fabric.remember(kind="fact", content=text, consolidate=False)
-        sqlite_load = n / (time.perf_counter() - started)
-        fabric.memory.store.close()
+        sqlite_load = _build_sqlite(sqlite_db, n) if store is None else _kept_store(store, sqlite_db, n)
         marks: dict[str, float] = {}
         started = time.perf_counter()
 
@@ -174,7 +202,7 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
         ]
     load = {
         "notes": n,
-        "sqlite_remember_load_per_s": round(sqlite_load, 1),
+        "sqlite_remember_load_per_s": None if sqlite_load is None else round(sqlite_load, 1),
         "postgres_copy_notes_per_s": round(n / notes_seconds, 1) if notes_seconds > 0 else None,
         "postgres_index_build_s": round(index_seconds, 1),
         "postgres_copy_total_s": round(copy_seconds, 1),
@@ -223,6 +251,10 @@ def engine_comparisons(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    count = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--notes=")), None)
-    run(quick="--quick" in sys.argv, notes=count)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--notes", type=int)
+    parser.add_argument("--store", type=Path, help="a SQLite store of --notes notes to build once and reuse")
+    args = parser.parse_args()
+    run(quick=args.quick, notes=args.notes, store=args.store)
     os._exit(0)

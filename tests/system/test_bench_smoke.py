@@ -9,6 +9,7 @@ draws) are the figures it measured, ours beside its baseline.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -277,3 +278,43 @@ def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
     count, ours, baseline = _expected(name, result)
     pairs = _compared(result, count)
     assert _same(pairs[0], ours, baseline, rounded=0.006 if name == "workspace_bytes" else 1e-4)
+
+
+def _engines(tmp_path: Path, store: Path, notes: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench.engines", "--quick", "--notes", str(notes), "--store", str(store)],
+        cwd=REPO,
+        env={**os.environ, "AFI_BENCH_RESULTS": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _notes_in(store: Path) -> int:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0])
+
+
+def test_engines_builds_a_kept_store_once_and_measures_copies_of_it(tmp_path: Path) -> None:
+    """``--store``: the first run builds the SQLite store there and says how fast; the next measures a
+    copy of it (the kept store still holds its notes) and has no build rate to compare; a store of
+    another size is refused, naming the count it holds."""
+    store = tmp_path / "kept.db"
+    built = _engines(tmp_path, store, 300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    first = json.loads((tmp_path / "engines.json").read_text())
+    assert _positive(first["load"]["sqlite_remember_load_per_s"])
+    assert _notes_in(store) == 300 and not list(tmp_path.glob("*.building"))
+    reused = _engines(tmp_path, store, 300)
+    assert reused.returncode == 0, reused.stderr[-3000:]
+    second = json.loads((tmp_path / "engines.json").read_text())
+    assert second["load"]["sqlite_remember_load_per_s"] is None
+    assert _notes_in(store) == 300  # the run remembered into its copy, not into the kept store
+    assert len(first["comparisons"]) == len(second["comparisons"]) + 1  # no bulk-load baseline the second time
+    assert all(_positive(row["remember_per_s"]) for row in second["engines"])
+    refused = _engines(tmp_path, store, 299)
+    assert refused.returncode != 0 and "holds 300 notes, not 299" in refused.stderr
