@@ -15,6 +15,7 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -48,10 +49,10 @@ def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
     return result
 
 
-def _quick(name: str, out: Path) -> dict[str, Any]:
-    """Run ``python -m bench NAME --quick`` with its results sent to ``out``; return its JSON."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", name, "--quick"],
+def _bench(args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m ARGS`` from the repository with its results sent to ``out``."""
+    return subprocess.run(
+        [sys.executable, "-m", *args],
         cwd=REPO,
         env={**os.environ, "AFI_BENCH_RESULTS": str(out)},
         capture_output=True,
@@ -59,6 +60,11 @@ def _quick(name: str, out: Path) -> dict[str, Any]:
         timeout=300,
         check=False,
     )
+
+
+def _quick(name: str, out: Path) -> dict[str, Any]:
+    """Run ``python -m bench NAME --quick`` with its results sent to ``out``; return its JSON."""
+    done = _bench(["bench", name, "--quick"], out)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
     return result
@@ -281,20 +287,10 @@ def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
 
 
 def _engines(tmp_path: Path, store: Path, notes: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bench.engines", "--quick", "--notes", str(notes), "--store", str(store)],
-        cwd=REPO,
-        env={**os.environ, "AFI_BENCH_RESULTS": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return _bench(["bench.engines", "--quick", "--notes", str(notes), "--store", str(store)], tmp_path)
 
 
 def _notes_in(store: Path) -> int:
-    import sqlite3
-
     with contextlib.closing(sqlite3.connect(store)) as conn:
         return int(conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0])
 
