@@ -36,20 +36,13 @@ LOAD_SECONDS = 2
 
 
 def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", f"bench.{module}", *args, "--results-dir", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = _run_module([f"bench.{module}", *args, "--results-dir", str(out)], out)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads((out / f"{module}.json").read_text())
     return result
 
 
-def _bench(args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
+def _run_module(args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
     """Run ``python -m ARGS`` from the repository with its results sent to ``out``."""
     return subprocess.run(
         [sys.executable, "-m", *args],
@@ -64,7 +57,7 @@ def _bench(args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
 
 def _quick(name: str, out: Path) -> dict[str, Any]:
     """Run ``python -m bench NAME --quick`` with its results sent to ``out``; return its JSON."""
-    done = _bench(["bench", name, "--quick"], out)
+    done = _run_module(["bench", name, "--quick"], out)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
     return result
@@ -287,7 +280,7 @@ def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
 
 
 def _engines(tmp_path: Path, store: Path, notes: int) -> subprocess.CompletedProcess[str]:
-    return _bench(["bench.engines", "--quick", "--notes", str(notes), "--store", str(store)], tmp_path)
+    return _run_module(["bench.engines", "--quick", "--notes", str(notes), "--store", str(store)], tmp_path)
 
 
 def _notes_in(store: Path) -> int:
