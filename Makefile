@@ -7,13 +7,17 @@ PIP := $(VENV)/bin/pip
 AFI := $(VENV)/bin/afi
 SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep sshfs chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# MCP Inspector 2.12, which the tests run, needs Node.js 22.19 or later: when the system's is older,
+# the npm registry's node-linux-<arch> package (the official binary) goes into .venv/bin/node.
+NODE_PIN := 22.23.5
+NODE_RECENT := const [a, b] = process.versions.node.split('.').map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)
 
-.PHONY: run test setup system-deps lint typecheck demo bench clean
+.PHONY: run test setup system-deps node lint typecheck demo bench clean
 
 run: setup  ## make run ARGS="--port 9000 --ssh": ARGS go to afi serve
 	$(AFI) serve $(ARGS)
 
-test: setup lint typecheck
+test: setup node lint typecheck
 	$(VENV)/bin/pytest
 
 setup: system-deps $(VENV)/.installed
@@ -23,11 +27,22 @@ system-deps:
 		echo "installing system packages: $(SYSTEM_PACKAGES)"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(SYSTEM_PACKAGES); }
-	@# Node.js runs MCP Inspector (npx) in the tests; any Node.js that ships npx will do.
+	@# Node.js runs MCP Inspector (npx) in the tests: npm and npx from the system, node 22.19+ (see node).
 	@command -v npx >/dev/null 2>&1 || { \
 		echo "installing Node.js for npx"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
+
+node: setup  ## .venv/bin/node: Node.js 22.19 or later for the tests (the system's when it is recent enough)
+	@if $(VENV)/bin/node -e "$(NODE_RECENT)" 2>/dev/null; then :; \
+	elif node -e "$(NODE_RECENT)" 2>/dev/null; then \
+		ln -sf "$$(command -v node)" $(VENV)/bin/node; \
+	else \
+		arch=$$(uname -m | sed 's/x86_64/x64/; s/aarch64/arm64/'); \
+		echo "installing Node.js $(NODE_PIN) (node-linux-$$arch from the npm registry) into $(VENV)/node"; \
+		npm install --silent --prefix $(VENV)/node --no-audit --no-fund "node-linux-$$arch@$(NODE_PIN)" && \
+		ln -sf ../node/node_modules/node-linux-$$arch/bin/node $(VENV)/bin/node; \
+	fi
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)

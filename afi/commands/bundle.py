@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors, stderr
-from .options import DbOption, RootOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, resolve_store
 
 __all__ = ["register"]
 
@@ -52,7 +52,7 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
 def _provider(db: Any, root: Any) -> Any:
     from afi.app.local import open_provider
 
-    return open_provider(resolve_db(db), resolve_root(root))
+    return open_provider(*resolve_store(db, root))
 
 
 def export(

@@ -40,7 +40,7 @@ def status(
     path = resolve_db(db, create=False)
     with afi_errors():
         found = store_status(path)
-    workspace = resolve_root(root, create=False)
+    workspace = resolve_root(root, path, create=False)
     if as_json:
         typer.echo(json.dumps({**found.as_json(), "root": str(workspace)}, indent=2))
         return

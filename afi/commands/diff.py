@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_store
 
 __all__ = ["register"]
 
@@ -35,7 +35,7 @@ def diff(
     from afi.app.local import local_owner, open_provider
 
     with afi_errors():
-        found = open_provider(resolve_db(db), resolve_root(root)).diff(local_owner(space), since, until)
+        found = open_provider(*resolve_store(db, root)).diff(local_owner(space), since, until)
     if as_json:
         typer.echo(json.dumps(asdict(found), indent=2))
     else:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_store
 
 __all__ = ["register"]
 
@@ -26,7 +26,7 @@ def _as_owner(db: str | None, root: Path | None, space: str) -> tuple[Any, Any]:
     """The store's provider, and its local owner in ``space`` (whoever runs the CLI on this machine)."""
     from afi.app.local import local_owner, open_provider
 
-    return open_provider(resolve_db(db), resolve_root(root)), local_owner(space)
+    return open_provider(*resolve_store(db, root)), local_owner(space)
 
 
 def ls(

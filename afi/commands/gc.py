@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, RootOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, resolve_store
 
 __all__ = ["register"]
 
@@ -40,7 +40,7 @@ def gc(
         def advance(stage: str, done: int, total: int) -> None:
             progress.update(task, description=stage, completed=done, total=total)
 
-        provider = open_provider(resolve_db(db), resolve_root(root))
+        provider = open_provider(*resolve_store(db, root))
         report = provider.gc(local_owner(space or "default"), keep_days, every_space=space is None,
                              dry_run=dry_run, progress=advance)  # fmt: skip
     if as_json:

@@ -44,7 +44,7 @@ def mcp(
     db_path = resolve_db(db)
     names: Any = tool_names
     with afi_errors():
-        stdio = open_mcp_stdio(db_path, resolve_root(root), space=space, tool_names=names, discovery=discovery)
+        stdio = open_mcp_stdio(db_path, resolve_root(root, db_path), space=space, tool_names=names, discovery=discovery)
     stdio.run()
 
 

@@ -18,7 +18,7 @@ from rich.table import Column, Table
 
 from ..errors import InvalidPath
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_store
 
 if TYPE_CHECKING:
     from afi.app.local import MemoryNote, RecallResult
@@ -44,7 +44,7 @@ def _owner(db: Any, root: Any, space: str) -> tuple[Any, Any]:
     """The provider over the store, and the local owner of ``space`` (who runs the CLI on this machine)."""
     from afi.app.local import local_owner, open_provider
 
-    return open_provider(resolve_db(db), resolve_root(root)), local_owner(space)
+    return open_provider(*resolve_store(db, root)), local_owner(space)
 
 
 def remember(

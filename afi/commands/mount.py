@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors, stderr
-from .options import DbOption, RootOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, resolve_store
 
 __all__ = ["register"]
 
@@ -52,7 +52,7 @@ def mount(
     if not foreground:
         _detach()
         return
-    _serve(where, resolve_db(db), resolve_root(root), secret, ro=ro, subtree=subtree, timeout=timeout)
+    _serve(where, *resolve_store(db, root), secret, ro=ro, subtree=subtree, timeout=timeout)
 
 
 def _read_token(token: Path | None) -> str | None:

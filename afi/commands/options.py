@@ -11,7 +11,7 @@ import typer
 from ..config import default_data_dir
 from ..storage.database import is_postgres_url
 
-__all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root"]
+__all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root", "resolve_store"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C:/… is a Windows path
 _SQLITE = "sqlite:///"
@@ -30,7 +30,8 @@ RootOption = Annotated[
     typer.Option(
         "--root",
         envvar="AFI_ROOT",
-        help="Workspace root, one folder per space [default: ~/.local/share/afi/files]",
+        help="Workspace root, one folder per space [default: the one the store recorded; for a new store "
+        "~/.local/share/afi/files beside the default store, <name>.files/ beside any other SQLite file]",
     ),
 ]
 SpaceOption = Annotated[str, typer.Option("--space", envvar="AFI_SPACE", help="Memory space to use")]
@@ -66,9 +67,16 @@ def _sqlite_path(url: str) -> str:
     )
 
 
-def resolve_root(root: Path | None, *, create: bool = True) -> Path:
-    """Given the ``--root`` value, return the workspace root, creating it (unless ``create`` is False)."""
-    path = (root if root is not None else default_data_dir() / "files").expanduser()
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
+def resolve_root(root: Path | None, db: Path | str, *, create: bool = True) -> Path:
+    """Given the ``--root`` value and the store (from :func:`resolve_db`), return the store's workspace
+    root: ``--root`` when given (recorded by a store that has none yet), else the one the store recorded,
+    else its default (see :mod:`afi.app.workspace`); created unless ``create`` is False."""
+    from ..app.workspace import workspace_root
+
+    return workspace_root(db, root, create=create)
+
+
+def resolve_store(db: str | Path | None, root: Path | None) -> tuple[Path | str, Path]:
+    """Given ``--db`` and ``--root``, return the store and its workspace root (see :func:`resolve_root`)."""
+    store = resolve_db(db)
+    return store, resolve_root(root, store)

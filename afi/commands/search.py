@@ -13,7 +13,7 @@ import typer
 
 from ..errors import InvalidPath
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_store
 
 __all__ = ["register"]
 
@@ -46,7 +46,7 @@ def search(
             q = SemanticQuery(semantic=query)
         elif conversation is not None:
             q = ConversationQuery(conversation=query, session=conversation)
-        provider = open_provider(resolve_db(db), resolve_root(root))
+        provider = open_provider(*resolve_store(db, root))
         page = provider.search(local_owner(space), SearchRequest(query=q, path=path, limit=limit))
         if as_json:
             typer.echo(json.dumps(dump(page), indent=2))

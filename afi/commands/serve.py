@@ -132,7 +132,7 @@ def serve(
     _keep_owner_token(db_path)
     from afi.app.serve import AppSpec, Listen, open_server, prebuild, serve_workers
 
-    root_path = resolve_root(root)
+    root_path = resolve_root(root, db_path)
     # a replica on PostgreSQL may be one of several behind a load balancer: no MCP session lives in
     # one process's memory unless asked for (--mcp-stateful, with the balancer's sticky sessions)
     stateless = mcp_stateless if mcp_stateless is not None else (workers > 1 or is_postgres_url(str(db_path)))

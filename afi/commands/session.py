@@ -14,7 +14,7 @@ import typer
 
 from ..errors import InvalidPath
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_store
 
 __all__ = ["register"]
 
@@ -31,7 +31,7 @@ Stamp = Annotated[str | None, typer.Option("--timestamp", help="ISO time of the 
 def _run(db: Any, root: Any, space: str, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
     from afi.app.local import local_owner, open_provider
 
-    provider = open_provider(resolve_db(db), resolve_root(root))
+    provider = open_provider(*resolve_store(db, root))
     result: dict[str, Any] = provider.ledger_write(local_owner(space), op, session, body)
     return result
 
@@ -128,7 +128,7 @@ def promote(
     with afi_errors():
         if kind not in ("fact", "procedure"):
             raise InvalidPath(f"a reflection is promoted to a fact or a procedure, not {kind!r}")
-        provider = open_provider(resolve_db(db), resolve_root(root))
+        provider = open_provider(*resolve_store(db, root))
         fields = _given(name=name)
         note = provider.remember(local_owner(space), kind=kind, reflection_id=reflection_id, **fields)
         _print(note.model_dump(mode="json", exclude_none=True, exclude={"scope"}))

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, SpaceOption, resolve_store
 
 __all__ = ["register"]
 
@@ -28,7 +28,7 @@ NameArg = Annotated[str, typer.Argument(help="Snapshot name: a letter, then [a-z
 def _provider(db: Any, root: Any) -> Any:
     from afi.app.local import open_provider
 
-    return open_provider(resolve_db(db), resolve_root(root))
+    return open_provider(*resolve_store(db, root))
 
 
 @snapshot_app.command("create")

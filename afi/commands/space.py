@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import afi_errors
-from .options import DbOption, RootOption, resolve_db, resolve_root
+from .options import DbOption, RootOption, resolve_store
 
 __all__ = ["register"]
 
@@ -34,7 +34,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 def _provider(db: Any, root: Any) -> Any:
     from afi.app.local import open_provider
 
-    return open_provider(resolve_db(db), resolve_root(root))
+    return open_provider(*resolve_store(db, root))
 
 
 @contextmanager

@@ -69,7 +69,7 @@ def ssh(
     db_path = resolve_db(db)
     options = SshOptions(host, port, authorized_keys, host_key, conn_rate, cmd_rate, output_cap)
     with afi_errors(), refusals():
-        provider = open_provider(db_path, resolve_root(root), keys=True)
+        provider = open_provider(db_path, resolve_root(root, db_path), keys=True)
         try:
             run_ssh(provider, db_path, options)
         except OSError as err:

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ..errors import InvalidPath
 from ..sqlite import Connections, configure
 
 __all__ = [
@@ -255,6 +256,22 @@ def open_database(db: str | Path, *, busy_timeout_ms: int | None = None) -> Data
         found = _sqlite_open.get(key)
         if found is None:
             found = SqliteDatabase(key[0], busy_timeout_ms=busy_timeout_ms)
-            ensure_schema(found.connections.get())
+            try:
+                ensure_schema(found.connections.get())
+            except sqlite3.DatabaseError as err:
+                found.close()
+                raise _cannot_open(Path(key[0]), err) from None
             _sqlite_open[key] = found
     return found
+
+
+def _cannot_open(path: Path, err: sqlite3.DatabaseError) -> InvalidPath:
+    """Given a SQLite file that would not open, return the error that says why in a person's words."""
+    if path.is_dir():
+        return InvalidPath(f"this is a folder; --db names the store's file (for example {path / 'afi.db'})",
+                           path=str(path))  # fmt: skip
+    if not path.parent.is_dir():
+        return InvalidPath("the store's folder does not exist", path=str(path))
+    if path.exists() and "not a database" in str(err):
+        return InvalidPath("this file is not a SQLite database, so not an afi store", path=str(path))
+    return InvalidPath(f"cannot open or create the store here: {err}", path=str(path))

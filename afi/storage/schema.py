@@ -13,11 +13,13 @@ A later change is a new step appended to :data:`STEPS` (say ``db.table("notes").
 
 from __future__ import annotations
 
+import sqlite3
+
 import sqlite_utils
 
 from .migrations import Step
 
-__all__ = ["LATEST", "STEPS"]
+__all__ = ["LATEST", "STEPS", "WORKSPACE_STEP", "holds_anything"]
 
 _SCOPE = {"tenant_id": str, "resource_id": str, "thread_id": str}
 _SCOPE_KEY = ("tenant_id", "resource_id", "thread_id")
@@ -307,6 +309,22 @@ def _change_stamps(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE note_changes ADD COLUMN stamp TEXT")
 
 
+_HOLDINGS = ("notes", "working", "workspace_files", "file_versions", "ledger_sessions", "snapshots", "audit")
+
+
+def holds_anything(conn: sqlite3.Connection) -> bool:
+    """True when the store file holds a note, a file, a session, a snapshot or an audited write."""
+    tables = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone() for name in _HOLDINGS if name in tables)
+
+
+def _workspace_of_older_stores(db: sqlite_utils.Database) -> None:
+    """A store that already holds something used the per-user workspace (``<data dir>/files``) whatever
+    its path: record that, so the default of a new store (a folder beside it) never hides its files."""
+    if holds_anything(db.conn):
+        db.execute("INSERT INTO meta (key, value) VALUES ('workspace_root', 'per-user') ON CONFLICT (key) DO NOTHING")
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
@@ -316,5 +334,7 @@ STEPS: tuple[Step, ...] = (
     Step(6, "file history", _file_history),
     Step(7, "oauth", _oauth),
     Step(8, "change stamps", _change_stamps),
+    Step(9, "workspace of older stores", _workspace_of_older_stores),
 )
 LATEST = len(STEPS)
+WORKSPACE_STEP = 9  # from this step on, a store records the per-user workspace it used before

@@ -32,18 +32,30 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 HELLO = "hello from the memory\n"
 
 
+# `make test` puts a Node.js recent enough for the Inspector (22.19 or later) in the virtualenv's bin/
+PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+NODE_RECENT = (
+    "const [a, b] = process.versions.node.split('.').map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)"
+)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    if shutil.which("npx") is None:
+    if shutil.which("npx", path=PATH) is None:
         pytest.fail("no npx: `make setup` installs Node.js (apt-get install nodejs npm)")
+    node = shutil.which("node", path=PATH)
+    recent = node is not None and subprocess.run([node, "-e", NODE_RECENT], check=False, timeout=30).returncode == 0
+    if not recent:
+        pytest.fail("MCP Inspector 2.12 needs Node.js 22.19 or later: `make node` puts one in .venv/bin")
     with oauth_server(tmp_path_factory.mktemp("inspector"), HELLO.encode()) as running:
         yield running
 
 
 def _environment(home: Path) -> dict[str, str]:
-    """The Inspector's state in a home of its own; npm's cache where it already is."""
+    """The Inspector's state in a home of its own; npm's cache where it already is; our Node.js first."""
     return {
         **os.environ,
+        "PATH": PATH,
         "HOME": str(home),
         "NPM_CONFIG_CACHE": os.environ.get("NPM_CONFIG_CACHE", str(Path.home() / ".npm")),
         "NPM_CONFIG_UPDATE_NOTIFIER": "false",
@@ -52,7 +64,16 @@ def _environment(home: Path) -> dict[str, str]:
 
 
 def _inspect(server: AfiServer, home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    cmd = ["npx", "-y", INSPECTOR, "--cli", server.url + "/mcp", "--format", "json", *args]
+    cmd = [
+        shutil.which("npx", path=PATH) or "npx",
+        "-y",
+        INSPECTOR,
+        "--cli",
+        server.url + "/mcp",
+        "--format",
+        "json",
+        *args,
+    ]
     return subprocess.Popen(
         cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**_environment(home), **(env or {})},

@@ -32,13 +32,18 @@ class BundleWriter:
 
     def __init__(self, out: Path, *, embedder: dict[str, Any], as_of: str | None,
                  progress: Progress | None = None) -> None:  # fmt: skip
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if out.exists() and not out.is_dir():
+            raise Conflict("a file of that name exists: name a new folder for the bundle", path=str(out))
+        if out.exists() and any(out.iterdir()):
             raise Conflict("the bundle's folder exists and is not empty: name a new folder", path=str(out))
         if not out.parent.is_dir():
             raise InvalidPath("the bundle's parent folder does not exist", path=str(out))
         self.out = out
         self.tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-        self.tmp.mkdir()
+        try:
+            self.tmp.mkdir()
+        except OSError as err:
+            raise InvalidPath(f"cannot write the bundle there: {err.strerror}", path=str(out)) from None
         self.embedder, self.as_of = embedder, as_of
         self.progress = progress or (lambda what, done, total: None)
         self.checksums: dict[str, str] = {}
