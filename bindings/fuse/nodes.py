@@ -110,6 +110,18 @@ class Inodes:
             return path if path == self.root else parent(path)
         return join(path, text)
 
+    def new_child(self, parent_ino: int, name: bytes) -> str:
+        """Given a folder's inode number and a name to make in it, return the AFI path.
+
+        AFI paths are UTF-8 text: a name that is not is refused with EILSEQ ("Invalid or incomplete
+        multibyte or wide character") before anything is made, rather than kept where no door can reach it.
+        """
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise pyfuse3.FUSEError(errno.EILSEQ) from None
+        return self.child(parent_ino, name)
+
     def known(self, path: str) -> Node | None:
         ino = self._by_path.get(path)
         return None if ino is None else self._by_ino[ino]

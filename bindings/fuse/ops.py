@@ -3,7 +3,9 @@
 Each kernel request becomes one provider verb run in a worker thread: getattr/lookup → ``stat``,
 readdir → ``list`` (every page), read → ``read``, and at level 3 a written file → one ``write`` when
 it is flushed or released, mkdir → ``mkdir``, unlink/rmdir → ``delete``, rename → ``move``. Errors map
-through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle).
+through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle). A
+name that is not UTF-8 is refused where it would be made (EILSEQ); symlinks, hard links and special
+files are EPERM.
 
 :class:`AfiFS` answers the requests; the state lives in its parts: the inode table (:mod:`.nodes`), the
 open handles (:mod:`.handles`), the memory-only files (:mod:`.localfiles`: editors' temp files under
@@ -200,7 +202,7 @@ class AfiFS(pyfuse3.Operations):
     @mapped_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
         self._may_change()
-        path = self.inodes.child(parent_inode, name)
+        path = self.inodes.new_child(parent_inode, name)
         self.invalidator.changed()
         try:
             entry = await self.call(self.provider.mkdir, path)
@@ -241,9 +243,31 @@ class AfiFS(pyfuse3.Operations):
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise fuse_error(errno.EINVAL)
         source = self.inodes.child(parent_old, name_old)
-        destination = self.inodes.child(parent_new, name_new)
+        destination = self.inodes.new_child(parent_new, name_new)
         self.invalidator.changed()
         await rename_path(self, source, destination, keep=bool(flags & pyfuse3.RENAME_NOREPLACE))
+
+    @mapped_errors
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        """No symlinks: AFI has no verb that makes one (and the jail refuses them). EPERM, as symlink(2)
+        answers where the file system does not support them."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
+
+    @mapped_errors
+    async def link(self, inode: int, parent_inode: int, name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        """No hard links: one AFI path is one file. EPERM, as link(2) answers where they are not supported."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
+
+    @mapped_errors
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        """Only regular files and folders: a FIFO, socket or device node is EPERM, as mknod(2) answers."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
 
     # -- files -----------------------------------------------------------------------------
 
@@ -271,7 +295,7 @@ class AfiFS(pyfuse3.Operations):
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
-        path = self.inodes.child(parent_inode, name)
+        path = self.inodes.new_child(parent_inode, name)
         self._may_change(await self.entries.get(self.inodes.node(parent_inode).path))
         refused: InvalidPath | None = None
         try:
