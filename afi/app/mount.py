@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable, Hashable
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afi.auth.keys import LOCAL_OWNER
-from afi.bindings.fuse import AfiFS, MountError, check_mountpoint, serve_mount
+from afi.bindings.fuse import AfiFS, HeldFolder, MountError, check_mountpoint, serve_mount
+from afi.config import default_data_dir
 from afi.errors import InvalidPath
 from afi.paths import normalize
 from afi.provider import Caller
@@ -24,11 +26,27 @@ __all__ = [
     "PreparedMount",
     "change_token",
     "check_mountpoint",
+    "held_folder",
     "prepare_mount",
 ]
 
 MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
 DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
+
+
+def _beside_store(db: Path | str, suffix: str) -> Path:
+    """Given the store, return ``<store file><suffix>`` beside a SQLite file, or, for PostgreSQL,
+    ``postgres-<digest of the URL><suffix>`` in the per-user data folder (each machine has its own)."""
+    if isinstance(db, str) and is_postgres_url(db):
+        digest = hashlib.sha256(store_label(db).encode("utf-8")).hexdigest()[:16]
+        return default_data_dir() / f"postgres-{digest}{suffix}"
+    path = Path(db).expanduser()
+    return path.with_name(path.name + suffix)
+
+
+def held_folder(db: Path | str) -> Path:
+    """Given the store, return the folder where its mounts keep the files it refused: ``<store file>.not-stored``."""
+    return _beside_store(db, ".not-stored")
 
 
 def change_token(db: Path | str) -> Callable[[], Hashable]:
@@ -110,7 +128,10 @@ def prepare_mount(
     caller = provider.authenticate(secret) if secret else LOCAL_OWNER
     if provider.stat(caller, subtree).type != "directory":
         raise InvalidPath("--subtree must name a folder", path=subtree)
-    fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))
+    held = HeldFolder(held_folder(db), caller.space)
+    fs = AfiFS(
+        provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db), held=held
+    )
     return PreparedMount(fs, where, db, caller, subtree, ro)
 
 

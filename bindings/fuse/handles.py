@@ -33,6 +33,7 @@ __all__ = [
     "ReadHandle",
     "Row",
     "SearchHandle",
+    "TextHandle",
     "WriteHandle",
     "render_matches",
 ]
@@ -164,6 +165,16 @@ class SearchHandle:
         return self.answer[start : start + size]
 
 
+@dataclass
+class TextHandle:
+    """An open read-only control file: the text it held when it was opened."""
+
+    data: bytes
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
+
 Row = tuple[bytes, Entry, Any]  # a child's name, its entry, and its pyfuse3.EntryAttributes (inode set by readdir)
 
 
@@ -179,7 +190,7 @@ class DirHandle:
     seen_at: float = 0.0  # time.monotonic() of the listing
 
 
-Handle = ReadHandle | WriteHandle | SearchHandle | DirHandle
+Handle = ReadHandle | WriteHandle | SearchHandle | TextHandle | DirHandle
 
 
 class Handles:

@@ -28,9 +28,22 @@ import pyfuse3
 from afi.model import Entry, dump
 from afi.paths import is_within, join, parent
 
-__all__ = ["SEARCH_PATH", "Inodes", "Node", "attributes", "filesystem_stats", "xattrs"]
+__all__ = [
+    "CONTROL_PATHS",
+    "NOT_STORED",
+    "NOT_STORED_PATH",
+    "SEARCH_PATH",
+    "Inodes",
+    "Node",
+    "attributes",
+    "filesystem_stats",
+    "xattrs",
+]
 
 SEARCH_PATH = "/.afi/search"
+NOT_STORED_PATH = "/.afi/not-stored"  # lists the files held at their paths because the store refused them
+NOT_STORED = "x-not-stored"  # the entry attribute of a held file: why the store refused it
+CONTROL_PATHS = frozenset({SEARCH_PATH, NOT_STORED_PATH})  # made by the mount, answered afresh each time
 _TOKEN_EVERY = 0.1  # seconds between two looks at the change token
 
 
@@ -245,11 +258,15 @@ _OWNER = _owner()
 
 
 def xattrs(entry: Entry) -> dict[bytes, bytes]:
-    """The extended attributes an entry shows: its content type, its etag (when it has one), the whole Entry as JSON."""
+    """The extended attributes an entry shows: its content type, its etag (when it has one), the whole Entry as
+    JSON, and for a file held because the store refused it, why (``user.afi.error``)."""
     values = {b"user.afi.content_type": entry.content_type.encode()}
     if entry.etag is not None:
         values[b"user.afi.etag"] = entry.etag.encode()
     values[b"user.afi.entry"] = json.dumps(dump(entry)).encode()
+    refused = entry.attributes.get(NOT_STORED)
+    if refused is not None:
+        values[b"user.afi.error"] = f"not stored: {refused}".encode()
     return values
 
 
