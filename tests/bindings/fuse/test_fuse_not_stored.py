@@ -13,12 +13,13 @@ import errno
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.fuse import Mount, afi_mount, needs_fuse
+from tests.support.fuse import AFI, Mount, afi_mount, needs_fuse, unmount
 from tests.support.hostile import Tally
 
 pytestmark = needs_fuse
@@ -311,3 +312,23 @@ def test_symlinks_and_hard_links_are_refused_with_eperm(mount: Mount) -> None:
     refused = sh("ln -s target.txt files/link", mount.path)
     assert refused.returncode == 1 and b"Operation not permitted" in refused.stderr
     assert sorted(os.listdir(files)) == ["target.txt"]
+
+
+def test_a_detached_mount_logs_to_a_file_beside_the_store_and_says_where(
+    store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    mountpoint = tmp_path / "d"
+    mountpoint.mkdir()
+    db, root = store
+    log = db.with_name("afi.db.mount.log")
+    cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and f"logs in {log};" in done.stdout
+        assert written(mountpoint, "facts/broken.md", BROKEN) == 0
+        deadline = time.monotonic() + 10  # said when the last handle is released, just after close returns
+        while "/facts/broken.md: not stored" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        unmount(mountpoint)
+    assert "/facts/broken.md: not stored: the front matter is not valid YAML" in log.read_text()
