@@ -144,8 +144,10 @@ class Contents:
                 self._local.keep(path, data, reason=err.message)  # a name the provider refuses: memory only
                 return None
             handle.refused = " ".join(err.message.split())
-            if data:  # an empty one is held at release: a shell's `>` flushes before it writes
+            if data:
                 await self._hold(handle, data, handle.refused, err)
+            else:  # held at release, unless changed by then: a shell's `>` flushes before it writes
+                handle.refused_empty = local
             raise
         if handle.local:
             self._local.pop(path)
@@ -157,12 +159,15 @@ class Contents:
 
     async def settle(self, handle: WriteHandle) -> None:
         """The last close of ``handle``: a file made or held through the mount whose content the provider
-        refused when empty is held now, empty (``touch facts/new.md``); the folder on disk is brought up to date.
+        refused when empty is held now, empty (``touch facts/new.md``), unless another handle stored or
+        held it since; the folder on disk is brought up to date.
 
         Raises:
             pyfuse3.FUSEError: ENOSPC when the mount has no room left to hold it.
         """
-        if handle.refused is not None and handle.local and not handle.buffer:
+        local = self._local.get(handle.path)
+        if handle.refused_empty is not None and handle.refused_empty is local and not handle.buffer:
+            assert handle.refused is not None
             self._local.hold(handle.path, b"", reason=handle.refused, base_etag=handle.base_etag)
         await self._local.sync(handle.path)
 

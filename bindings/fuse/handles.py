@@ -101,6 +101,7 @@ class WriteHandle:
     appending: bool = False  # opened O_APPEND: every write goes to the end, stored as a provider append
     appended_from: int | None = None  # where the appended bytes start in the buffer (once loaded)
     refused: str | None = None  # why the provider refused what the buffer held when last flushed
+    refused_empty: object = None  # the file the mount held when it was refused empty (held at release if unchanged)
 
     def put(self, offset: int, data: bytes) -> None:
         assert self.buffer is not None
@@ -109,7 +110,7 @@ class WriteHandle:
             self.buffer.extend(b"\x00" * (offset - len(self.buffer)))
         self.buffer[offset:end] = data
         self.dirty = True
-        self.refused = None
+        self.refused = self.refused_empty = None
 
     def truncate(self, size: int) -> None:
         assert self.buffer is not None

@@ -9,6 +9,7 @@ A name that is not UTF-8 is refused when it would be made (EILSEQ), and links ar
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,7 +18,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyfuse3
 import pytest
+import trio
 
 from tests.support.fuse import AFI, Mount, afi_mount, needs_fuse, unmount
 from tests.support.hostile import Tally
@@ -57,6 +60,15 @@ def marker(path: Path) -> str | None:
     except OSError as err:
         assert err.errno == errno.ENODATA
         return None
+
+
+def held_soon(path: Path, seconds: float = 10.0) -> str | None:
+    """The marker of ``path`` once it shows: an empty file is held when its last handle is released,
+    which the kernel sends just after close returns."""
+    deadline = time.monotonic() + seconds
+    while (why := marker(path)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return why
 
 
 def not_stored(mount: Mount) -> dict[str, dict[str, object]]:
@@ -154,7 +166,7 @@ def test_touch_makes_an_empty_file_that_becomes_a_note_once_written(mount: Mount
     assert sh("touch facts/new.md", mount.path).returncode == 0
     assert b"new.md" in sh("ls facts", mount.path).stdout.split()
     assert (mount.path / "facts" / "new.md").read_bytes() == b""
-    assert (marker(mount.path / "facts" / "new.md") or "").startswith("not stored: a note cannot be empty")
+    assert (held_soon(mount.path / "facts" / "new.md") or "").startswith("not stored: a note cannot be empty")
     assert written(mount.path, "facts/new.md", b"written after all\n", append=True) == 0
     assert body(stored(store, "/facts/new.md")) == b"written after all\n"
     assert marker(mount.path / "facts" / "new.md") is None and not_stored(mount) == {}
@@ -224,6 +236,8 @@ HOSTILE_NOTES: list[tuple[str, bytes]] = [
 def _check_held(mount: Mount, cases: list[tuple[str, bytes]], tally: Tally) -> int:
     """Every case shows its bytes at its path, listed and marked; return the bytes that are not there."""
     lost = 0
+    for name, _data in cases:
+        held_soon(mount.path / name)
     held = not_stored(mount)
     for name, data in cases:
         path = mount.path / name
@@ -236,7 +250,7 @@ def _check_held(mount: Mount, cases: list[tuple[str, bytes]], tally: Tally) -> i
             tally.fail(name, f"cat shows {len(shown)} bytes, not the {len(data)} written")
         if os.path.basename(name).encode() not in sh('ls "$1"', mount.path, os.path.dirname(name)).stdout.split():
             tally.fail(name, "not listed")
-        if not (marker(path) or "").startswith("not stored: "):
+        if not (held_soon(path) or "").startswith("not stored: "):
             tally.fail(name, f"no user.afi.error: {marker(path)!r}")
         if "/" + name not in held:
             tally.fail(name, "not in /.afi/not-stored")
@@ -332,3 +346,35 @@ def test_a_detached_mount_logs_to_a_file_beside_the_store_and_says_where(
     finally:
         unmount(mountpoint)
     assert "/facts/broken.md: not stored: the front matter is not valid YAML" in log.read_text()
+
+
+def test_a_late_release_of_an_empty_write_spoils_no_later_write(tmp_path: Path) -> None:
+    """The kernel sends release after close returns: a `touch` whose release comes after the next writer's
+    close must neither empty the bytes that writer left held nor hold an empty file over what it stored."""
+    from afi.bindings.fuse import AfiFS, HeldFolder
+    from afi.providers.memory.provider import MemoryProvider
+
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    owner = provider.authenticate(None)
+    fs = AfiFS(provider, owner, held=HeldFolder(tmp_path / "held", "default"))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+    async def touch_then(name: bytes, data: bytes) -> None:
+        facts = await fs.lookup(1, b"facts")
+        touched, _attrs = await fs.create(facts.st_ino, name, 0o644, flags, None)
+        with pytest.raises(pyfuse3.FUSEError):
+            await fs.flush(touched.fh)  # empty: refused (EINVAL), its release still to come
+        again = await fs.lookup(facts.st_ino, name)
+        writer = await fs.open(again.st_ino, flags, None)
+        await fs.write(writer.fh, 0, data)
+        with contextlib.suppress(pyfuse3.FUSEError):
+            await fs.flush(writer.fh)
+        await fs.release(writer.fh)
+        await fs.release(touched.fh)  # late
+
+    trio.run(touch_then, b"held.md", BROKEN)
+    trio.run(touch_then, b"stored.md", b"a real note\n")
+    assert fs.locals["/facts/held.md"].data == BROKEN
+    assert (tmp_path / "held" / "default" / "facts" / "held.md").read_bytes() == BROKEN
+    assert "/facts/stored.md" not in fs.locals
+    assert body(provider.read(owner, "/facts/stored.md").data) == b"a real note\n"
