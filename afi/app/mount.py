@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Hashable
@@ -9,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from afi.auth.keys import LOCAL_OWNER
-from afi.bindings.fuse import AfiFS, MountError, check_mountpoint, serve_mount
+from afi.bindings.fuse import AfiFS, HeldFolder, MountError, check_mountpoint, serve_mount
+from afi.config import default_data_dir
 from afi.errors import InvalidPath
 from afi.paths import normalize
 from afi.provider import Caller
@@ -24,11 +27,33 @@ __all__ = [
     "PreparedMount",
     "change_token",
     "check_mountpoint",
+    "held_folder",
+    "mount_log",
     "prepare_mount",
 ]
 
 MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
 DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
+
+
+def _beside_store(db: Path | str, suffix: str) -> Path:
+    """Given the store, return ``<store file><suffix>`` beside a SQLite file, or, for PostgreSQL,
+    ``postgres-<digest of the URL><suffix>`` in the per-user data folder (each machine has its own)."""
+    if isinstance(db, str) and is_postgres_url(db):
+        digest = hashlib.sha256(store_label(db).encode("utf-8")).hexdigest()[:16]
+        return default_data_dir() / f"postgres-{digest}{suffix}"
+    path = Path(db).expanduser()
+    return path.with_name(path.name + suffix)
+
+
+def mount_log(db: Path | str) -> Path:
+    """Given the store, return the file a detached mount of it logs to: ``<store file>.mount.log``."""
+    return _beside_store(db, ".mount.log")
+
+
+def held_folder(db: Path | str) -> Path:
+    """Given the store, return the folder where its mounts keep the files it refused: ``<store file>.not-stored``."""
+    return _beside_store(db, ".not-stored")
 
 
 def change_token(db: Path | str) -> Callable[[], Hashable]:
@@ -81,16 +106,21 @@ class PreparedMount:
     read_only: bool
 
     def run(self) -> None:
+        detached = bool(os.environ.get(DETACHED_ENV))
+        log = mount_log(self.db)
+
         def announce() -> None:
             mode = ", read-only" if self.read_only else ""
+            logs = f"; logs in {log}" if detached else ""
             sys.stdout.write(
                 f"{MOUNTED}{self.subtree} at {self.where} as {self.caller.principal} in space {self.caller.space}"
-                f"{mode} (db {store_label(self.db)}); unmount with: fusermount3 -u {self.where}\n"
+                f"{mode} (db {store_label(self.db)}){logs}; unmount with: fusermount3 -u {self.where}\n"
             )
             sys.stdout.flush()
-            if os.environ.get(DETACHED_ENV):
-                _quiet()
+            if detached:
+                _output_to(log)
 
+        _log_warnings()
         serve_mount(self.fs, self.where, on_mounted=announce)
 
 
@@ -110,13 +140,31 @@ def prepare_mount(
     caller = provider.authenticate(secret) if secret else LOCAL_OWNER
     if provider.stat(caller, subtree).type != "directory":
         raise InvalidPath("--subtree must name a folder", path=subtree)
-    fs = AfiFS(provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db))
+    held = HeldFolder(held_folder(db), caller.space)
+    fs = AfiFS(
+        provider, caller, subtree=subtree, read_only=ro, timeout=timeout, change_token=change_token(db), held=held
+    )
     return PreparedMount(fs, where, db, caller, subtree, ro)
 
 
-def _quiet() -> None:
-    """A detached mount's parent has gone: send later output nowhere rather than into a closed pipe."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
+def _log_warnings() -> None:
+    """The mount's warnings (a write not stored, and why) go to stderr, each with its time and process."""
+    logger = logging.getLogger("afi")
+    if not logger.handlers:
+        handler = logging.StreamHandler()  # writes to whatever sys.stderr is when it writes
+        handler.setFormatter(logging.Formatter("%(asctime)s afi mount[%(process)d]: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+
+
+def _output_to(log: Path) -> None:
+    """A detached mount's parent has gone: send later output (warnings, a crash's traceback) to ``log``,
+    appended, rather than into a closed pipe; nothing is read from stdin."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
     os.close(null)

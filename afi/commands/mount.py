@@ -41,6 +41,8 @@ def mount(
     """Mount the memory at MOUNTPOINT: ls, cat, grep -r, find, vim, cp, mv and rm work in it.
 
     Search through the control file /.afi/search. Unmount with 'fusermount3 -u MOUNTPOINT', Ctrl-C or SIGTERM.
+
+    Without -f it detaches once mounted and logs to <store file>.mount.log, beside the store.
     """
     from afi.app.mount import MountError, check_mountpoint
 

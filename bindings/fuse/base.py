@@ -16,7 +16,7 @@ from afi.model import Entry
 from afi.provider import Caller, Provider
 
 from ..offload import offload
-from .nodes import SEARCH_PATH
+from .nodes import NOT_STORED_PATH, SEARCH_PATH
 
 __all__ = [
     "MAX_FILE",
@@ -29,6 +29,7 @@ __all__ = [
     "fuse_error",
     "log",
     "mapped_errors",
+    "not_stored_entry",
 ]
 
 log = logging.getLogger("afi.fuse")
@@ -37,7 +38,7 @@ P = ParamSpec("P")
 WINDOW = 1 << 20  # bytes fetched per provider read
 WHOLE_CHUNK = 32 << 20  # bytes per read when loading a file to rewrite it
 MAX_FILE = 1 << 30  # the most a file may hold through the mount when the manifest names no file_max_bytes
-XATTRS = (b"user.afi.content_type", b"user.afi.etag", b"user.afi.entry")
+XATTRS = (b"user.afi.content_type", b"user.afi.etag", b"user.afi.entry", b"user.afi.error")
 SEARCH_ENTRY = Entry(
     path=SEARCH_PATH,
     type="file",
@@ -47,6 +48,19 @@ SEARCH_ENTRY = Entry(
     content_type="application/x-ndjson",
     attributes={"permissions": "rw", "x-control": "search"},
 )
+
+
+def not_stored_entry(size: int) -> Entry:
+    """The entry of ``/.afi/not-stored`` (read-only) when it holds ``size`` bytes."""
+    return Entry(
+        path=NOT_STORED_PATH,
+        type="file",
+        size=size,
+        mtime="1970-01-01T00:00:00.000Z",
+        ctime="1970-01-01T00:00:00.000Z",
+        content_type="application/x-ndjson",
+        attributes={"permissions": "r", "x-control": "not-stored"},
+    )
 
 
 def fuse_error(errno_value: int) -> pyfuse3.FUSEError:

@@ -24,10 +24,10 @@ from afi.model import Entry
 from afi.paths import basename, parent
 from afi.provider import Caller, Provider
 
-from .base import SEARCH_ENTRY, Calls
+from .base import SEARCH_ENTRY, Calls, not_stored_entry
 from .handles import Row
 from .localfiles import LocalFiles
-from .nodes import SEARCH_PATH, Inodes, attributes
+from .nodes import CONTROL_PATHS, NOT_STORED_PATH, SEARCH_PATH, Inodes, attributes
 
 __all__ = ["Entries", "Invalidator", "Listing", "cacheable"]
 
@@ -67,6 +67,8 @@ class Entries:
         """Given an AFI path, return its entry: a control file, a memory-only file, cached, or ``stat``."""
         if path == SEARCH_PATH:
             return SEARCH_ENTRY
+        if path == NOT_STORED_PATH:
+            return not_stored_entry(len(self.local.listing()))
         local = self.local.get(path)
         if local is not None:
             return local.entry(path)
@@ -192,4 +194,4 @@ def _ignore_outcome(_outcome: object) -> None:
 
 def cacheable(entry: Entry) -> bool:
     """Whether a listed entry may stand in for a stat of its path (not the control file, not a local file)."""
-    return entry.path != SEARCH_PATH and "x-local" not in entry.attributes
+    return entry.path not in CONTROL_PATHS and "x-local" not in entry.attributes

@@ -71,6 +71,7 @@ class Contents:
         local = self._local.get(handle.path)
         if local is not None:
             handle.buffer = bytearray(local.data)
+            handle.base_etag = local.base_etag  # a held file: the version it was written over
             return
         data, handle.base_etag = await self._whole(handle.path)
         handle.buffer = bytearray(data)
@@ -85,6 +86,14 @@ class Contents:
             if handle.local:
                 self._local.make_room(handle.path, size)
             handle.truncate(size)
+        elif node.path in self._local and self._local[node.path].held:
+            # a change to a held file is a rewrite of it: stored if the provider takes it now, else held
+            rewrite = WriteHandle(node.ino, node.path, local=True)
+            await self.load(rewrite)
+            rewrite.truncate(size)
+            entry = await self.commit(rewrite)
+            if entry is not None:
+                self._inodes.remember(node, entry)
         elif node.path in self._local:
             self._local.resize(node.path, size)
         elif size == 0:
@@ -104,6 +113,9 @@ class Contents:
         Content loaded from the store is written back only over the version it was loaded from
         (``if_match``): a write that landed meanwhile through another door is never overwritten
         unseen; this close fails with ESTALE instead, and the program can read again and retry.
+        Content the provider refuses is held at its path, marked, and the refusal is raised (the
+        close fails): a shell's ``>`` does not look, so the bytes must stay where the user can see
+        them. Emptying a stored note is the exception: nothing was written to keep, the note stays.
         """
         data = bytes(handle.buffer or b"")
         path = handle.path
@@ -115,33 +127,61 @@ class Contents:
                 handle.buffer = handle.appended_from = None  # the next write appends to what is stored then
             else:
                 entry = await self._call(self._provider.write, path, data, if_match=handle.base_etag)
-        except Conflict:
+        except Conflict as err:
             if handle.base_etag is None:
                 raise
             handle.dirty = False
+            if handle.local:  # a held file's new bytes are the only copy: hold them, and say why
+                why = "the stored file changed through another door since it was read: rm this to see it, or > it"
+                await self._hold(handle, data, why, err)
             log.info("%s changed since it was opened; this write is refused, not merged", path)
             self._inodes.stale(path)
             raise fuse_error(errno.ESTALE) from None
-        except InvalidPath as err:
-            handle.dirty = False  # kept in memory, or refused once: release does not try again
+        except AfiError as err:
+            handle.dirty = False  # kept in memory, or held: release does not try again
             local = self._local.get(path) if handle.local else None
-            if local is None or not local.reason:
-                # The name is one the provider stores: what the file holds is refused (an empty note). A
-                # shell's `>` closes a copy of the descriptor before writing, so this is said at release.
-                handle.refused = err.message
-                raise
-            self._local.keep(path, data, reason=err.message)
-            return None
-        except AfiError:
-            if handle.local:
-                self._local.discard(path)  # nothing half-made stays behind
+            if isinstance(err, InvalidPath) and local is not None and local.reason and not local.held:
+                self._local.keep(path, data, reason=err.message)  # a name the provider refuses: memory only
+                return None
+            handle.refused = " ".join(err.message.split())
+            if data:
+                await self._hold(handle, data, handle.refused, err)
+            else:  # held at release, unless changed by then: a shell's `>` flushes before it writes
+                handle.refused_empty = local
             raise
         if handle.local:
             self._local.pop(path)
             handle.local = False
+            await self._local.sync(path)
         handle.dirty = False
         handle.base_etag = entry.etag
         return entry
+
+    async def settle(self, handle: WriteHandle) -> None:
+        """The last close of ``handle``: a file made or held through the mount whose content the provider
+        refused when empty is held now, empty (``touch facts/new.md``), unless another handle stored or
+        held it since; the folder on disk is brought up to date.
+
+        Raises:
+            pyfuse3.FUSEError: ENOSPC when the mount has no room left to hold it.
+        """
+        local = self._local.get(handle.path)
+        if handle.refused_empty is not None and handle.refused_empty is local and not handle.buffer:
+            assert handle.refused is not None
+            self._local.hold(handle.path, b"", reason=handle.refused, base_etag=handle.base_etag)
+        await self._local.sync(handle.path)
+
+    async def _hold(self, handle: WriteHandle, data: bytes, reason: str, err: AfiError) -> None:
+        """Hold ``data`` at the handle's path, marked with ``reason``, and keep it on disk.
+
+        Raises:
+            pyfuse3.FUSEError: ENOSPC when the mount has no room left to hold it.
+        """
+        self._local.hold(handle.path, data, reason=reason, base_etag=handle.base_etag)
+        handle.local = True
+        handle.refused = reason
+        log.info("%s: held at its path: %s: %s", handle.path, err.code, reason)
+        await self._local.sync(handle.path)
 
     async def search(self, handle: SearchHandle, data: bytes) -> None:
         """Add ``data`` to the search request written on ``handle``; once it is whole, search and keep the answer."""

@@ -33,6 +33,7 @@ __all__ = [
     "ReadHandle",
     "Row",
     "SearchHandle",
+    "TextHandle",
     "WriteHandle",
     "render_matches",
 ]
@@ -100,6 +101,7 @@ class WriteHandle:
     appending: bool = False  # opened O_APPEND: every write goes to the end, stored as a provider append
     appended_from: int | None = None  # where the appended bytes start in the buffer (once loaded)
     refused: str | None = None  # why the provider refused what the buffer held when last flushed
+    refused_empty: object = None  # the file the mount held when it was refused empty (held at release if unchanged)
 
     def put(self, offset: int, data: bytes) -> None:
         assert self.buffer is not None
@@ -108,7 +110,7 @@ class WriteHandle:
             self.buffer.extend(b"\x00" * (offset - len(self.buffer)))
         self.buffer[offset:end] = data
         self.dirty = True
-        self.refused = None
+        self.refused = self.refused_empty = None
 
     def truncate(self, size: int) -> None:
         assert self.buffer is not None
@@ -164,6 +166,16 @@ class SearchHandle:
         return self.answer[start : start + size]
 
 
+@dataclass
+class TextHandle:
+    """An open read-only control file: the text it held when it was opened."""
+
+    data: bytes
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
+
 Row = tuple[bytes, Entry, Any]  # a child's name, its entry, and its pyfuse3.EntryAttributes (inode set by readdir)
 
 
@@ -179,7 +191,7 @@ class DirHandle:
     seen_at: float = 0.0  # time.monotonic() of the listing
 
 
-Handle = ReadHandle | WriteHandle | SearchHandle | DirHandle
+Handle = ReadHandle | WriteHandle | SearchHandle | TextHandle | DirHandle
 
 
 class Handles:

@@ -1,9 +1,10 @@
 """Renames through the mount, and the errno a person understands when one cannot be made as asked.
 
 A memory-only file (an editor's temp file) renamed onto a name the provider stores is written there;
-a stored file is moved by the provider. A move the provider does not make between two places (a note
-from ``/procedures`` to ``/facts``, a note to ``/files``) is EXDEV, as between two disks: ``mv`` then
-copies and deletes, which stores the note under its new kind.
+a held file (content the provider refused) renamed where the provider still refuses it stays held
+under its new name; a stored file is moved by the provider. A move the provider does not make between
+two places (a note from ``/procedures`` to ``/facts``, a note to ``/files``) is EXDEV, as between two
+disks: ``mv`` then copies and deletes, which stores the note under its new kind.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import errno
 from typing import TYPE_CHECKING
 
-from afi.errors import InvalidPath, NotFound, Unsupported
+from afi.errors import Internal, InvalidPath, NotFound, TooLarge, Unsupported
 
 from .base import fuse_error, log
 
@@ -23,27 +24,33 @@ __all__ = ["rename_path"]
 
 async def rename_path(fs: AfiFS, source: str, destination: str, *, keep: bool) -> None:
     """Move ``source`` to ``destination`` (``keep``: never over an existing one) and repoint what the mount holds."""
+    if keep and destination in fs.locals:
+        raise fuse_error(errno.EEXIST)
     local = fs.locals.get(source)
     if local is not None:
         try:
             entry = await fs.call(fs.provider.write, destination, local.data, create_only=keep)
-        except InvalidPath as err:
-            if not await _name_refused(fs, destination):  # what it holds is refused (an empty note), not the name
+        except (InvalidPath, TooLarge, Internal) as err:
+            name_refused = isinstance(err, InvalidPath) and await _name_refused(fs, destination)
+            if not name_refused and not local.held:  # what it holds is refused (an empty note), not the name
                 log.warning("%s: not stored: %s", destination, err.message)
                 raise
-            fs.locals.rename(source, destination, reason=err.message)  # still not a name the provider stores
+            # An editor's temp file under another name the provider refuses, or a held file (its bytes still
+            # refused) moved by the user: the mount keeps it under the new name, a held one on disk too.
+            fs.locals.rename(source, destination, reason=" ".join(err.message.split()))
+            await fs.locals.sync(source, destination)
             fs.inodes.moved(source, destination)
             fs.handles.repoint(source, destination)
+            fs.invalidator.refused(destination)
             return
         fs.locals.pop(source)
     else:
-        if keep and destination in fs.locals:
-            raise fuse_error(errno.EEXIST)
         try:
             entry = await fs.call(fs.provider.move, source, destination, overwrite=not keep)
         except Unsupported:
             raise fuse_error(errno.EXDEV) from None  # not a move the provider makes: mv copies and deletes
     fs.locals.pop(destination)
+    await fs.locals.sync(source, destination)
     fs.inodes.moved(source, destination)
     fs.handles.repoint(source, destination)
     fs.invalidator.stored(destination, entry)  # the source's node, moved; the kernel knows it

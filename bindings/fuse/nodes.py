@@ -28,9 +28,22 @@ import pyfuse3
 from afi.model import Entry, dump
 from afi.paths import is_within, join, parent
 
-__all__ = ["SEARCH_PATH", "Inodes", "Node", "attributes", "filesystem_stats", "xattrs"]
+__all__ = [
+    "CONTROL_PATHS",
+    "NOT_STORED",
+    "NOT_STORED_PATH",
+    "SEARCH_PATH",
+    "Inodes",
+    "Node",
+    "attributes",
+    "filesystem_stats",
+    "xattrs",
+]
 
 SEARCH_PATH = "/.afi/search"
+NOT_STORED_PATH = "/.afi/not-stored"  # lists the files held at their paths because the store refused them
+NOT_STORED = "x-not-stored"  # the entry attribute of a held file: why the store refused it
+CONTROL_PATHS = frozenset({SEARCH_PATH, NOT_STORED_PATH})  # made by the mount, answered afresh each time
 _TOKEN_EVERY = 0.1  # seconds between two looks at the change token
 
 
@@ -109,6 +122,18 @@ class Inodes:
         if text == "..":
             return path if path == self.root else parent(path)
         return join(path, text)
+
+    def new_child(self, parent_ino: int, name: bytes) -> str:
+        """Given a folder's inode number and a name to make in it, return the AFI path.
+
+        AFI paths are UTF-8 text: a name that is not is refused with EILSEQ ("Invalid or incomplete
+        multibyte or wide character") before anything is made, rather than kept where no door can reach it.
+        """
+        try:
+            name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise pyfuse3.FUSEError(errno.EILSEQ) from None
+        return self.child(parent_ino, name)
 
     def known(self, path: str) -> Node | None:
         ino = self._by_path.get(path)
@@ -233,11 +258,15 @@ _OWNER = _owner()
 
 
 def xattrs(entry: Entry) -> dict[bytes, bytes]:
-    """The extended attributes an entry shows: its content type, its etag (when it has one), the whole Entry as JSON."""
+    """The extended attributes an entry shows: its content type, its etag (when it has one), the whole Entry as
+    JSON, and for a file held because the store refused it, why (``user.afi.error``)."""
     values = {b"user.afi.content_type": entry.content_type.encode()}
     if entry.etag is not None:
         values[b"user.afi.etag"] = entry.etag.encode()
     values[b"user.afi.entry"] = json.dumps(dump(entry)).encode()
+    refused = entry.attributes.get(NOT_STORED)
+    if refused is not None:
+        values[b"user.afi.error"] = f"not stored: {refused}".encode()
     return values
 
 

@@ -3,16 +3,20 @@
 Each kernel request becomes one provider verb run in a worker thread: getattr/lookup → ``stat``,
 readdir → ``list`` (every page), read → ``read``, and at level 3 a written file → one ``write`` when
 it is flushed or released, mkdir → ``mkdir``, unlink/rmdir → ``delete``, rename → ``move``. Errors map
-through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle).
+through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (per open handle),
+``/.afi/not-stored`` lists the held files. A name that is not UTF-8 is refused where it would be made
+(EILSEQ); symlinks, hard links and special files are EPERM.
 
 :class:`AfiFS` answers the requests; the state lives in its parts: the inode table (:mod:`.nodes`), the
-open handles (:mod:`.handles`), the memory-only files (:mod:`.localfiles`: editors' temp files under
-names the provider refuses), entries, listings and their invalidation (:mod:`.cache`), file bytes
-to and from the provider (:mod:`.files`), and renames (:mod:`.moves`).
+open handles (:mod:`.handles`), the files the mount holds itself (:mod:`.localfiles`: editors' temp
+files under names the provider refuses, and held files, whose content it refused at close, kept on
+disk by :mod:`.held`), entries, listings and their invalidation (:mod:`.cache`), file bytes to and
+from the provider (:mod:`.files`), and renames (:mod:`.moves`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections.abc import Callable, Hashable
@@ -27,10 +31,11 @@ from afi.provider import Caller, Provider
 from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, log, mapped_errors
 from .cache import Entries, Invalidator, cacheable
 from .files import Contents
-from .handles import DirHandle, Handles, ReadHandle, SearchHandle, WriteHandle
+from .handles import DirHandle, Handles, ReadHandle, SearchHandle, TextHandle, WriteHandle
+from .held import HeldFolder
 from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
 from .moves import rename_path
-from .nodes import SEARCH_PATH, Inodes, Node, attributes, filesystem_stats, xattrs
+from .nodes import CONTROL_PATHS, NOT_STORED_PATH, SEARCH_PATH, Inodes, Node, attributes, filesystem_stats, xattrs
 from .setattrs import change_mode, truncate
 
 __all__ = ["XATTRS", "AfiFS"]
@@ -51,6 +56,8 @@ class AfiFS(pyfuse3.Operations):
         local_bytes: bytes the memory-only files (names the provider refuses) may hold together.
         local_files: how many memory-only files there may be.
         local_idle: seconds a memory-only file may stay closed and unused before it is dropped.
+        held: where the files whose content the store refused are kept on disk too, so they show
+            again after a restart (``None``: in memory only).
     """
 
     supports_dot_lookup = True
@@ -69,6 +76,7 @@ class AfiFS(pyfuse3.Operations):
         local_bytes: int = LOCAL_BYTES,
         local_files: int = LOCAL_FILES,
         local_idle: float = LOCAL_IDLE,
+        held: HeldFolder | None = None,
     ) -> None:
         super().__init__()
         self.provider = provider
@@ -80,7 +88,7 @@ class AfiFS(pyfuse3.Operations):
         self.inodes = Inodes(subtree, change_token)
         self.handles = Handles(self.inodes)
         self.locals = LocalFiles(
-            self.handles, self.inodes, max_bytes=local_bytes, max_files=local_files, idle=local_idle
+            self.handles, self.inodes, max_bytes=local_bytes, max_files=local_files, idle=local_idle, folder=held
         )
         self.entries = Entries(provider, self.call, self.inodes, self.locals, read_only=read_only, timeout=timeout)
         self.invalidator = Invalidator(self.inodes, self.entries, self.locals)
@@ -107,7 +115,7 @@ class AfiFS(pyfuse3.Operations):
         node = self.inodes.known(path)
         if node is None:
             node = self.inodes.for_path(path)
-            if path != SEARCH_PATH and path not in self.locals:
+            if path not in CONTROL_PATHS and path not in self.locals:
                 self.inodes.remember(node, entry)
         node.lookups += 1
         return self._attrs(node, entry)
@@ -159,9 +167,11 @@ class AfiFS(pyfuse3.Operations):
         token, seen_at, rows = await self.entries.listing(path)
         extra = self.locals.entries_in(path)
         if path == "/.afi":
-            extra.append(SEARCH_ENTRY)
+            extra += [SEARCH_ENTRY, await self.entries.get(NOT_STORED_PATH)]
         if extra:
-            rows = sorted(rows + [self.entries.row(e) for e in extra], key=lambda row: row[0])
+            # a file the mount holds stands in for what is stored under its name
+            mine = {self.entries.row(e)[0]: self.entries.row(e) for e in extra}
+            rows = sorted([row for row in rows if row[0] not in mine] + list(mine.values()), key=lambda row: row[0])
         return self.handles.open(DirHandle(rows, token, seen_at))
 
     @mapped_errors
@@ -200,7 +210,7 @@ class AfiFS(pyfuse3.Operations):
     @mapped_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
         self._may_change()
-        path = self.inodes.child(parent_inode, name)
+        path = self.inodes.new_child(parent_inode, name)
         self.invalidator.changed()
         try:
             entry = await self.call(self.provider.mkdir, path)
@@ -231,6 +241,9 @@ class AfiFS(pyfuse3.Operations):
         self.invalidator.changed()
         if self.locals.pop(path) is None:
             await self.call(self.provider.delete, path)
+        else:  # a held file goes; what is stored under its name (if anything) shows again
+            await self.locals.sync(path)
+            self.invalidator.refused(path)
         self.inodes.stale(path)
 
     @mapped_errors
@@ -241,9 +254,31 @@ class AfiFS(pyfuse3.Operations):
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise fuse_error(errno.EINVAL)
         source = self.inodes.child(parent_old, name_old)
-        destination = self.inodes.child(parent_new, name_new)
+        destination = self.inodes.new_child(parent_new, name_new)
         self.invalidator.changed()
         await rename_path(self, source, destination, keep=bool(flags & pyfuse3.RENAME_NOREPLACE))
+
+    @mapped_errors
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        """No symlinks: AFI has no verb that makes one (and the jail refuses them). EPERM, as symlink(2)
+        answers where the file system does not support them."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
+
+    @mapped_errors
+    async def link(self, inode: int, parent_inode: int, name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        """No hard links: one AFI path is one file. EPERM, as link(2) answers where they are not supported."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
+
+    @mapped_errors
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        """Only regular files and folders: a FIFO, socket or device node is EPERM, as mknod(2) answers."""
+        self.inodes.new_child(parent_inode, name)
+        self._may_change()
+        raise fuse_error(errno.EPERM)
 
     # -- files -----------------------------------------------------------------------------
 
@@ -252,6 +287,10 @@ class AfiFS(pyfuse3.Operations):
         node = self.inodes.node(inode)
         if node.path == SEARCH_PATH:
             return pyfuse3.FileInfo(fh=self.handles.open(SearchHandle()), direct_io=True)
+        if node.path == NOT_STORED_PATH:
+            if flags & os.O_ACCMODE != os.O_RDONLY:
+                self._may_change(await self.entries.get(node.path))
+            return pyfuse3.FileInfo(fh=self.handles.open(TextHandle(self.locals.listing())), direct_io=True)
         if flags & os.O_ACCMODE != os.O_RDONLY:
             # direct_io: this descriptor's reads come from its own buffer, the version its write will be
             # stored over (if_match), never from pages another descriptor wrote and may not store
@@ -271,7 +310,7 @@ class AfiFS(pyfuse3.Operations):
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
-        path = self.inodes.child(parent_inode, name)
+        path = self.inodes.new_child(parent_inode, name)
         self._may_change(await self.entries.get(self.inodes.node(parent_inode).path))
         refused: InvalidPath | None = None
         try:
@@ -301,7 +340,7 @@ class AfiFS(pyfuse3.Operations):
     @mapped_errors
     async def read(self, fh: int, off: int, size: int) -> bytes:
         handle = self.handles[fh]
-        if isinstance(handle, SearchHandle):
+        if isinstance(handle, SearchHandle | TextHandle):
             return handle.read(off, size)
         if isinstance(handle, WriteHandle):
             await self.contents.load(handle)
@@ -352,8 +391,8 @@ class AfiFS(pyfuse3.Operations):
                         log.warning("%s: %s: the last write was not stored: %s", handle.path, err.code, err.message)
                 except pyfuse3.FUSEError:
                     pass  # ENOSPC, logged where it was decided
-            if isinstance(handle, WriteHandle) and handle.refused is not None:
-                self._refused(handle)
+            if isinstance(handle, WriteHandle):
+                await self._settle(handle)
         finally:
             closed = self.handles.close(fh)
             if isinstance(closed, ReadHandle | WriteHandle):
@@ -373,12 +412,18 @@ class AfiFS(pyfuse3.Operations):
         if entry is not None and "w" not in str(entry.attributes.get("permissions", "rw")):
             raise Forbidden("this path is read-only", path=entry.path)
 
-    def _refused(self, handle: WriteHandle) -> None:
-        """The last close of a file whose content the provider refused: say why; a new one goes (touch new.md)."""
-        log.warning("%s: not stored: %s", handle.path, handle.refused)
-        if handle.local:
-            self.locals.discard(handle.path)
-            self.invalidator.refused(handle.path, gone=True)
+    async def _settle(self, handle: WriteHandle) -> None:
+        """The last close of a file: when the provider refused what it holds, say why, and where it is held."""
+        with contextlib.suppress(pyfuse3.FUSEError):  # ENOSPC, logged where it was decided
+            await self.contents.settle(handle)
+        if handle.refused is None:
+            return
+        if handle.path in self.locals:
+            log.warning("%s: not stored: %s (held at its path until rewritten or removed)", handle.path, handle.refused)
+            self.invalidator.refused(handle.path)
+        else:
+            log.warning("%s: not stored: %s", handle.path, handle.refused)
+            self.invalidator.refused(handle.path, gone=handle.local)  # a new file not held: gone
 
     async def _commit(self, handle: WriteHandle) -> None:
         """Store what ``handle`` holds (see :meth:`Contents.commit`)."""
@@ -386,7 +431,7 @@ class AfiFS(pyfuse3.Operations):
         path = handle.path
         try:
             entry = await self.contents.commit(handle)
-        except AfiError:
+        except (AfiError, pyfuse3.FUSEError):
             self.invalidator.refused(path)
             raise
         if entry is not None:

@@ -1,5 +1,6 @@
 """What the mount answers where a change cannot be made as asked: the errno a person understands, never
-a 0 for a change not made (chmod, an emptied note, touch of a new note, mkdir in /facts, moves across kinds)."""
+a 0 for a change not made (chmod, an emptied note, mkdir in /facts, moves across kinds). What ``touch`` of a
+new note makes is in test_fuse_not_stored.py."""
 
 from __future__ import annotations
 
@@ -78,15 +79,6 @@ def test_emptying_a_note_fails_at_close_and_the_note_stays(mount: Mount, store: 
     assert sh("sed -i d facts/empty.md", mount.path, check=False).returncode != 0
     assert body(stored(store, "/facts/empty.md")) == "rewritten\n"
     assert body((mount.path / "facts" / "empty.md").read_text()) == "rewritten\n"
-
-
-def test_touch_of_a_new_note_leaves_no_name_that_is_not_stored(mount: Mount, store: tuple[Path, Path]) -> None:
-    sh("touch facts/touched.md", mount.path, check=False)
-    assert mount.logged("/facts/touched.md: not stored: a note cannot be empty")
-    assert "touched.md" not in sh("ls facts", mount.path).stdout.split()
-    assert not (mount.path / "facts" / "touched.md").exists()
-    sh("echo 'written after all' > facts/touched.md", mount.path)  # the name is free for a real note
-    assert body(stored(store, "/facts/touched.md")) == "written after all\n"
 
 
 def test_mkdir_in_a_note_folder_is_eperm(mount: Mount) -> None:

@@ -49,11 +49,12 @@ def body(note: str) -> str:
     return note.split("\n---\n", 1)[1]
 
 
-def test_ls_shows_the_tree_and_the_search_control_file(mount: Mount) -> None:
+def test_ls_shows_the_tree_and_the_control_files(mount: Mount) -> None:
     assert {"episodes", "facts", "files", "history", "procedures", "working"} <= set(
         sh("ls", mount.path).stdout.split()
     )
-    assert sh("ls -A .afi", mount.path).stdout.split() == ["at", "manifest.json", "search"]  # at/: the past
+    shown = sh("ls -A .afi", mount.path).stdout.split()
+    assert shown == ["at", "manifest.json", "not-stored", "search"]  # at/: the past
     listing = sh("ls -l", mount.path).stdout
     assert "dr-xr-xr-x" in listing and "drwxr-xr-x" in listing  # read-only areas show no w bit
 
