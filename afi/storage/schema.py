@@ -307,6 +307,13 @@ def _change_stamps(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE note_changes ADD COLUMN stamp TEXT")
 
 
+def _workspace_charged(db: sqlite_utils.Database) -> None:
+    """What the quota charges each workspace file: the bytes it has on disk, at most its size (a hole
+    costs nothing). NULL until the file is next indexed; the quota charges such a file its size."""
+    if "charged" not in db["workspace_files"].columns_dict:
+        db.execute("ALTER TABLE workspace_files ADD COLUMN charged INTEGER")
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
@@ -316,5 +323,6 @@ STEPS: tuple[Step, ...] = (
     Step(6, "file history", _file_history),
     Step(7, "oauth", _oauth),
     Step(8, "change stamps", _change_stamps),
+    Step(9, "workspace charged bytes", _workspace_charged),
 )
 LATEST = len(STEPS)

@@ -3,9 +3,9 @@
 Text files up to ``INDEX_MAX_BYTES`` are indexed, so exact and regex search over ``/files`` are index
 lookups: an FTS5 trigram table beside ``workspace_files`` in a SQLite store, a ``gin_trgm_ops`` index
 on its ``text`` in a PostgreSQL one (:mod:`afi.storage.pg_trigram`). Every regular file's size is
-kept too, which is what the space's quota counts. Writes made through the provider are indexed at
-once; edits made on disk behind its back are picked up by :meth:`FileIndex.refresh`, which a search
-runs at most every ``REFRESH_SECONDS``.
+kept too, and what the space's quota charges it (:func:`.quota.charged`). Writes made through the
+provider are indexed at once; edits made on disk behind its back are picked up by
+:meth:`FileIndex.refresh`, which a search runs at most every ``REFRESH_SECONDS``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from afi.storage.trigram import trigram_query
 
 from ..fabric.errors import MemoryValidationError
 from .jail import FileJail, read_at_most
+from .quota import charged
 
 __all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileIndex"]
 
@@ -98,10 +99,10 @@ class FileIndex:
             os.close(fd)
         with self._db.transaction() as conn:
             conn.execute(
-                "INSERT INTO workspace_files(space, path, size, mtime_ns, text) VALUES (?,?,?,?,?) "
+                "INSERT INTO workspace_files(space, path, size, mtime_ns, text, charged) VALUES (?,?,?,?,?,?) "
                 "ON CONFLICT(space, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
-                "text=excluded.text",
-                (self.space, rel, st.st_size, st.st_mtime_ns, text),
+                "text=excluded.text, charged=excluded.charged",
+                (self.space, rel, st.st_size, st.st_mtime_ns, text, charged(st)),
             )
         return data
 
@@ -125,11 +126,11 @@ class FileIndex:
                 return
             with self._db.read() as conn:
                 rows = conn.execute(
-                    "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
+                    "SELECT path, size, mtime_ns, charged FROM workspace_files WHERE space = ?", (self.space,)
                 ).fetchall()
-            known = {str(path): (int(size), int(mtime_ns)) for path, size, mtime_ns in rows}
+            known = {str(path): (int(size), int(mtime_ns), charge) for path, size, mtime_ns, charge in rows}
             for rel, st in self.walk(""):
-                if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
+                if known.pop(rel, None) != (st.st_size, st.st_mtime_ns, charged(st)):
                     self.index_path(rel)
             if known:
                 self.forget_paths(list(known), prefix=False)
@@ -172,10 +173,11 @@ class FileIndex:
         return int(row[0]) if row else 0
 
     def used_bytes(self, *, besides: str) -> int:
-        """The bytes of this space's indexed files, the file ``besides`` left out."""
+        """The bytes the quota charges this space's indexed files (:func:`.quota.charged`; a file not
+        indexed since that was kept, its size), the file ``besides`` left out."""
         with self._db.read() as conn:
             row = conn.execute(
-                "SELECT coalesce(sum(size), 0) FROM workspace_files WHERE space = ? AND path != ?",
+                "SELECT coalesce(sum(coalesce(charged, size)), 0) FROM workspace_files WHERE space = ? AND path != ?",
                 (self.space, besides),
             ).fetchone()
         return int(row[0])

@@ -23,7 +23,7 @@ from ..fabric.errors import MemoryValidationError
 from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex
 from .filestat import FileStat, file_stat
 from .jail import FileJail
-from .quota import WorkspaceLimits, check_limits, size_after
+from .quota import WorkspaceLimits, charged, charged_after, check_limits, size_after
 
 __all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
 
@@ -188,8 +188,9 @@ class Workspace:
         check_limits(
             self.limits,
             afi_path,
-            before=existing.st_size if existing is not None else 0,
             size=size_after(existing, data, offset, append),
+            before=charged(existing) if existing is not None else 0,
+            after=charged_after(existing, data, offset, append),
             used_elsewhere=self.index.used_bytes(besides=rel),
         )
         with self._folder(parent, afi_path, create=True) as folder:
