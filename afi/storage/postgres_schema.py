@@ -251,6 +251,8 @@ STEPS: tuple[PgStep, ...] = (
     # ~530 bytes a note less at 1M: the front matter instead of the whole rendering, lexemes computed
     # by the GIN index's expression instead of stored, one index of names (afi.storage.pg_derived_notes)
     PgStep(9, "renderings and lexemes derived", derive_notes),
+    # what the quota charges a workspace file: its bytes on disk, at most its size (SQLite step 9)
+    PgStep(10, "workspace charged bytes", _sql("ALTER TABLE workspace_files ADD COLUMN charged bigint;")),
 )
 LATEST = len(STEPS)
 

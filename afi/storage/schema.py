@@ -325,6 +325,13 @@ def _workspace_of_older_stores(db: sqlite_utils.Database) -> None:
         db.execute("INSERT INTO meta (key, value) VALUES ('workspace_root', 'per-user') ON CONFLICT (key) DO NOTHING")
 
 
+def _workspace_charged(db: sqlite_utils.Database) -> None:
+    """What the quota charges each workspace file: the bytes it has on disk, at most its size (a hole
+    costs nothing). NULL until the file is next indexed; the quota charges such a file its size."""
+    if "charged" not in db["workspace_files"].columns_dict:
+        db.execute("ALTER TABLE workspace_files ADD COLUMN charged INTEGER")
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "initial layout", _initial_layout),
     Step(2, "notes by file name", _notes_by_file_name),
@@ -335,6 +342,7 @@ STEPS: tuple[Step, ...] = (
     Step(7, "oauth", _oauth),
     Step(8, "change stamps", _change_stamps),
     Step(9, "workspace of older stores", _workspace_of_older_stores),
+    Step(10, "workspace charged bytes", _workspace_charged),
 )
 LATEST = len(STEPS)
 WORKSPACE_STEP = 9  # from this step on, a store records the per-user workspace it used before

@@ -2,6 +2,12 @@
 
 Markdown is rendered by markdown-it-py with raw HTML off, so a note holding ``<script>`` shows that
 text, never runs it; link targets go through markdown-it's own check (no ``javascript:`` links).
+
+markdown-it-py costs about 0.5 µs a character of prose, but up to ~50 µs a line or a character it
+may read as syntax (list items, ``![``, emphasis runs, table cells), and more on a few shapes: a
+megabyte of ``[`` took 18 s. So only a text within :data:`RENDER_MAX_CHARS` characters and
+:data:`RENDER_MAX_MARKS` of those (:func:`markup_marks`) is rendered, at most about half a second;
+the page shows a longer one as text (a 50 KB README holds about 3,000 of them).
 """
 
 from __future__ import annotations
@@ -12,7 +18,14 @@ import yaml
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-__all__ = ["FIELD_ORDER", "render_markdown", "split_front_matter"]
+__all__ = [
+    "FIELD_ORDER",
+    "RENDER_MAX_CHARS",
+    "RENDER_MAX_MARKS",
+    "markup_marks",
+    "render_markdown",
+    "split_front_matter",
+]
 
 # The fields a person reads first, then the rest in the note's own order.
 FIELD_ORDER = ("kind", "name", "status", "valid_from", "valid_to", "tags", "importance", "links", "supersedes")
@@ -32,10 +45,21 @@ MAX_FRONT_MATTER = 16 * 1024  # characters; bigger front matter is shown as text
 
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+RENDER_MAX_CHARS = 64 * 1024
+RENDER_MAX_MARKS = 8_000
+_MARKS = "\n[]()!*_`<>|&\\#~"
 
 
-def render_markdown(text: str) -> Markup:
-    """Given Markdown, return it as HTML in which every raw tag the text holds is escaped."""
+def markup_marks(text: str) -> int:
+    """Given a text, return how many of its characters Markdown may read as syntax (lines included)."""
+    return sum(text.count(mark) for mark in _MARKS)
+
+
+def render_markdown(text: str) -> Markup | None:
+    """Given Markdown, return it as HTML in which every raw tag the text holds is escaped; None when it
+    is past what the page renders (:data:`RENDER_MAX_CHARS`, :data:`RENDER_MAX_MARKS`): show it as text."""
+    if len(text) > RENDER_MAX_CHARS or markup_marks(text) > RENDER_MAX_MARKS:
+        return None
     return Markup(_MD.render(text))  # html=False: markdown-it escaped the text's own HTML
 
 

@@ -15,7 +15,7 @@ from afi.errors import AfiError, Unsupported
 from afi.model import Entry
 from afi.provider import AdminProvider, Caller, Provider
 
-from .markdown import ordered_fields, render_markdown, split_front_matter
+from .markdown import RENDER_MAX_CHARS, RENDER_MAX_MARKS, ordered_fields, render_markdown, split_front_matter
 
 __all__ = ["audit", "browse", "href", "keys", "ledger", "parent", "timeline"]
 
@@ -146,6 +146,9 @@ def note(provider: Provider, caller: Caller, entry: Entry) -> dict[str, Any]:
         "transcript": None,
         "html": None,
         "text": None,
+        "plain": False,
+        "render_chars": f"{RENDER_MAX_CHARS:,}",
+        "render_marks": f"{RENDER_MAX_MARKS:,}",
         "at_form": entry.path.startswith(("/facts/", "/procedures/", "/files/", "/history/")),
         "history": _history_prefix(entry.path),
     }
@@ -161,6 +164,9 @@ def note(provider: Provider, caller: Caller, entry: Entry) -> dict[str, Any]:
         fields, body = split_front_matter(text)
         context["fields"] = ordered_fields(fields)
         context["html"] = render_markdown(body)
+        context["plain"] = context["html"] is None
+        if context["plain"]:
+            context["text"] = body
         if fields.get("id") and entry.attributes.get("x-kind") not in (None, "episode", "session"):
             context["versions"] = timeline(provider, caller, entry.path, fields)
     return context

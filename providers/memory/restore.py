@@ -13,7 +13,6 @@ compared by what they say (:func:`.tree.diff.belief`), not by id.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from .timeline import Progress, notes_at, past_instant
 from .tree.at_files import files_at
 from .tree.base import WriteOptions
 from .tree.diff import belief
+from .tree.file_history import digest_now
 from .tree.files import FilesArea
 from .tree.locate import Node, locate, note_path
 from .workspace.ignore import AFIIGNORE
@@ -102,13 +102,14 @@ def _check_bytes(space: Space, plan: RestorePlan, files: dict[str, str | None]) 
 
 
 def _files_now(space: Space) -> dict[str, str]:
-    """path → sha256 of every workspace file now."""
+    """path → digest of every workspace file now (as its kept version would record it)."""
     if not space.workspace.jail.root.is_dir():
         return {}
     out: dict[str, str] = {}
     for rel, _ in space.workspace.index.walk(""):
-        data, _ = space.workspace.read(rel, f"/files/{rel}", 0, None)
-        out[rel] = hashlib.sha256(data).hexdigest()
+        digest = digest_now(space, rel)
+        if digest is not None:
+            out[rel] = digest
     return out
 
 

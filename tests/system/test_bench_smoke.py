@@ -307,3 +307,27 @@ def test_engines_builds_a_kept_store_once_and_measures_copies_of_it(tmp_path: Pa
     assert all(_positive(row["remember_per_s"]) for row in second["engines"])
     refused = _engines(tmp_path, store, 299)
     assert refused.returncode != 0 and "holds 300 notes, not 299" in refused.stderr
+
+
+def test_folders_figures_are_consistent(tmp_path: Path) -> None:
+    result = _bench("folders", tmp_path, "--files", "3000")
+    assert result["bench"] == "folders" and result["files"] == 3000 and result["grep_files"] == 0
+    assert (result["list_100"]["pages"], result["list_1000"]["pages"]) == (30, 3)
+    for key in ("list_100", "list_1000", "search_first", "search_again"):
+        figures = result[key]
+        assert figures["pages"] >= 1 and 0 < figures["p50_ms"] <= figures["max_ms"], (key, figures)
+    pairs = _compared(result, 3)
+    assert _same(pairs[0], result["list_100"]["p50_ms"], result["scandir_ms"])
+    assert _same(pairs[1], result["list_1000"]["p50_ms"], result["scandir_ms"])
+    assert _same(pairs[2], result["search_first"]["first_ms"], result["grep_ms"])
+
+
+def test_web_render_figures_are_consistent(tmp_path: Path) -> None:
+    result = _quick("web_render", tmp_path)
+    pages = {row["page"]: row for row in result["pages"]}
+    assert len(pages) == 6 and pages["README"]["rendered"] is True
+    assert not any(row["rendered"] for name, row in pages.items() if name != "README"), "bombs show as text"
+    assert all(row["cpu_ms"] >= 0 and row["whole_render_cpu_ms"] > 0 for row in pages.values())
+    (pair,) = _compared(result, 1)
+    worst = max(row["cpu_ms"] for row in pages.values())
+    assert _same(pair, worst, max(row["whole_render_cpu_ms"] for row in pages.values()))

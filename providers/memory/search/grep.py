@@ -52,11 +52,14 @@ class GrepSource:
 
     ``candidates(literals)`` returns the documents that may match, sorted by path and already scoped;
     ``load(batch)`` returns their texts in order (``None`` for one that vanished meanwhile). Texts are
-    loaded only for the documents a page reaches.
+    loaded only for the documents a page reaches. ``catch_up(after)``, when given, brings the index
+    in line from the path a page starts after, within its own budget, and returns the first path it
+    has not caught up with (None: all): the page ends there, with a cursor to go on from it.
     """
 
     candidates: Callable[[list[str]], list[Candidate]]
     load: Callable[[list[Candidate]], list[str | None]]
+    catch_up: Callable[[str], str | None] | None = None
 
 
 def grep(
@@ -75,9 +78,12 @@ def grep(
     work = limits or GREP_LIMITS
     budget = Budget(work.seconds, work.scan_bytes)
 
+    until = source.catch_up(after_path) if source.catch_up is not None else None
     candidates = source.candidates(_indexable([lit[:INDEX_LITERAL_CHARS] for lit in literals[:INDEX_LITERALS]]))
     index = bisect.bisect_left(candidates, after_path, key=lambda c: c[0])
     matches: list[Match] = []
+    if until is not None:  # what the index has not caught up with waits for the next page
+        candidates = candidates[: bisect.bisect_left(candidates, until, key=lambda c: c[0])]
     while index < len(candidates):
         batch = candidates[index : index + LOAD_BATCH]
         index += len(batch)
@@ -102,6 +108,8 @@ def grep(
                     last = matches[-1]
                     return MatchPage(matches=matches, next_cursor=_grep_cursor(last.path, last.line))
                 matches.append(Match(path=path, line=hit.line, column=hit.column, text=hit.text, context=hit.context))
+    if until is not None:
+        return MatchPage(matches=matches, next_cursor=_grep_cursor(until, 0))
     return MatchPage(matches=matches)
 
 

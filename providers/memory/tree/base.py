@@ -8,6 +8,7 @@ go through :meth:`Area.text`, ``list`` pages :meth:`Area.children`, and every wr
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,17 @@ class Listing:
     def sql_glob(self) -> str | None:
         """fnmatch's ``[!x]`` is SQLite GLOB's ``[^x]``; the rest is the same."""
         return None if self.glob is None else self.glob.replace("[!", "[^")
+
+    def matcher(self) -> Callable[[str], bool] | None:
+        """The glob as a test of a name (None when there is none)."""
+        return compile_glob(self.glob) if self.glob else None
+
+    @property
+    def prefix(self) -> str:
+        """What every name the glob matches starts with (its characters before the first ``*``, ``?``, ``[``)."""
+        glob = self.glob or ""
+        cut = min((i for i in (glob.find(c) for c in "*?[") if i >= 0), default=len(glob))
+        return glob[:cut]
 
     def page(self, entries: list[Entry]) -> Page:
         """Filter a whole folder's entries (sorted by name) by glob and cursor, and cut one page."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import mimetypes
-from pathlib import Path
+import posixpath
 from typing import Any
 
 from afi.model import Entry, rfc3339
@@ -117,7 +117,7 @@ _TEXT_TYPES = {
 
 
 def content_type(path: str) -> str:
-    suffix = Path(path).suffix.lower()
+    suffix = posixpath.splitext(path)[1].lower()
     if suffix in _TEXT_TYPES:
         return _TEXT_TYPES[suffix]
     guessed, _ = mimetypes.guess_type(path)

@@ -10,7 +10,6 @@ verb, :func:`keep_written`, :func:`keep_deleted` and :func:`keep_moved` record w
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat as stat_mod
 from collections.abc import Sequence
@@ -21,14 +20,13 @@ from afi.errors import AfiError
 
 from ..fabric.errors import MemoryValidationError
 from ..fabric.rows import iso_now
+from ..workspace.digest import file_digest
 from ..workspace.history import FileHistory
 
 if TYPE_CHECKING:
     from ..spaces import Space
 
-__all__ = ["files_below", "keep_before", "keep_deleted", "keep_moved", "keep_written"]
-
-_CHUNK = 1 << 20
+__all__ = ["digest_now", "files_below", "keep_before", "keep_deleted", "keep_moved", "keep_written"]
 
 
 def _stamp(mtime_ns: int) -> str:
@@ -36,8 +34,9 @@ def _stamp(mtime_ns: int) -> str:
 
 
 def _current(space: Space, rel: str, keep_bytes: int) -> tuple[str, int, int, bytes | None] | None:
-    """(sha256, size, mtime_ns, bytes or None when over ``keep_bytes``) of the regular file at ``rel``;
-    None when there is none (absent, a folder, a symlink, a special or hard-linked file)."""
+    """(digest, size, mtime_ns, bytes or None when not kept) of the regular file at ``rel``
+    (:func:`~..workspace.digest.file_digest`: its holes are not read); None when there is none
+    (absent, a folder, a symlink, a special or hard-linked file)."""
     try:
         fd = space.workspace.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
     except (MemoryValidationError, OSError):
@@ -46,15 +45,16 @@ def _current(space: Space, rel: str, keep_bytes: int) -> tuple[str, int, int, by
         st = os.fstat(fd)
         if not stat_mod.S_ISREG(st.st_mode) or st.st_nlink > 1:
             return None
-        digest, chunks, size = hashlib.sha256(), [], 0
-        while chunk := os.read(fd, _CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-            if size <= keep_bytes:
-                chunks.append(chunk)
-        return digest.hexdigest(), size, st.st_mtime_ns, b"".join(chunks) if size <= keep_bytes else None
+        found = file_digest(fd, st.st_size, keep_bytes)
+        return found.sha256, found.size, st.st_mtime_ns, found.data
     finally:
         os.close(fd)
+
+
+def digest_now(space: Space, rel: str) -> str | None:
+    """The digest a version of the file at ``rel`` would record now (None when no regular file is there)."""
+    found = _current(space, rel, 0)
+    return None if found is None else found[0]
 
 
 def _history(space: Space) -> FileHistory:

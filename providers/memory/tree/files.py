@@ -36,8 +36,9 @@ class FilesArea(Area):
         return file_entry(node.path, space.workspace.stat(node.rest, node.path))
 
     def list(self, space: Space, node: Node, listing: Listing) -> Page:
-        children = space.workspace.listdir(node.rest, node.path)
-        return listing.page([file_entry(f"{node.path}/{c.name}", c) for c in children])
+        children = space.workspace.list_page(node.rest, node.path, after=listing.after, limit=listing.limit + 1,
+                                             prefix=listing.prefix, matches=listing.matcher())  # fmt: skip
+        return listing.cut([file_entry(f"{node.path}/{c.name}", c) for c in children])
 
     def read(self, space: Space, node: Node, offset: int, length: int | None) -> ReadResult:
         if node.is_area_root:

@@ -3,9 +3,9 @@
 Text files up to ``INDEX_MAX_BYTES`` are indexed, so exact and regex search over ``/files`` are index
 lookups: an FTS5 trigram table beside ``workspace_files`` in a SQLite store, a ``gin_trgm_ops`` index
 on its ``text`` in a PostgreSQL one (:mod:`afi.storage.pg_trigram`). Every regular file's size is
-kept too, which is what the space's quota counts. Writes made through the provider are indexed at
-once; edits made on disk behind its back are picked up by :meth:`FileIndex.refresh`, which a search
-runs at most every ``REFRESH_SECONDS``.
+kept too, and what the space's quota charges it (:func:`.quota.charged`). Writes made through the
+provider are indexed at once; edits made on disk behind its back are picked up by
+:meth:`FileIndex.refresh`, which a search runs at most every ``REFRESH_SECONDS``.
 """
 
 from __future__ import annotations
@@ -15,18 +15,26 @@ import os
 import stat as stat_mod
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 
 from afi.storage.database import Database
 from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
 from ..fabric.errors import MemoryValidationError
+from .folders import FolderNames, shown_name
 from .jail import FileJail, read_at_most
+from .quota import charged
 
-__all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileIndex"]
+__all__ = ["INDEX_MAX_BYTES", "SEARCH_REFRESH", "TEMP_PREFIX", "FileIndex", "RefreshBudget"]
 
 INDEX_MAX_BYTES = 1 << 20
+_UPSERT = (
+    "INSERT INTO workspace_files(space, path, size, mtime_ns, text, charged) VALUES (?,?,?,?,?,?) "
+    "ON CONFLICT(space, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
+    "text=excluded.text, charged=excluded.charged"
+)
 REFRESH_SECONDS = 2.0
 TEMP_PREFIX = ".afi-tmp-"  # a whole-file write's temporary name: never listed, read, indexed or written by users
 
@@ -41,69 +49,121 @@ def _index_text(data: bytes) -> str:
         return ""
 
 
+def _indexed_part(name: str) -> bool:
+    """Not a temporary name, and valid UTF-8 (os.fwalk hands undecodable bytes over as lone surrogates)."""
+    return shown_name(name, TEMP_PREFIX)
+
+
 def _indexed_name(rel: str) -> bool:
-    """Not a temporary file, and valid UTF-8 (os.fwalk hands undecodable bytes over as lone surrogates)."""
-    return not any(part.startswith(TEMP_PREFIX) for part in rel.split("/")) and not any(
-        "\udc80" <= c <= "\udcff" for c in rel
-    )
+    """Every folder and the file of a workspace path can be indexed ("" is the workspace itself)."""
+    return not rel or all(_indexed_part(part) for part in rel.split("/"))
+
+
+def _first_under(within: str) -> str:
+    """The smallest path under the folder ``within`` could have ("" for the whole workspace)."""
+    return f"{within}/" if within else ""
+
+
+@dataclass(frozen=True)
+class RefreshBudget:
+    """How much one search may spend bringing the index in line before its page ends (where it got to)."""
+
+    seconds: float = 0.5
+    files: int = 50_000
+
+
+SEARCH_REFRESH = RefreshBudget()
+CATCH_UP_CHUNK = 128  # files compared with their rows at a time (the budget is looked at between them)
+INDEX_BATCH = 256  # files indexed in one transaction
 
 
 class FileIndex:
     """The indexed files of one space (``rel`` paths, relative to the space's folder)."""
 
-    def __init__(self, space: str, jail: FileJail, database: Database) -> None:
+    def __init__(self, space: str, jail: FileJail, database: Database, folders: FolderNames) -> None:
         self.space = space
         self.jail = jail
         self._db = database
-        self._refreshed_at = 0.0
+        self._folders = folders
+        self._clean_at: dict[str, float] = {}  # folder → when it was last brought in line from its start
+        # folder → the stretch (from, up to: None for the end) last brought in line, and since when
+        self._stretch: dict[str, tuple[str, str | None, float]] = {}
         self._refresh_lock = threading.Lock()
 
     def walk(self, rel: str) -> Iterator[tuple[str, os.stat_result]]:
         """Yield (workspace path, stat) of every regular file below the folder ``rel``, symlinks not followed.
 
         The walk goes by descriptors from the jail's folder (``os.fwalk``), so a folder swapped for a
-        symlink meanwhile is not entered.
+        symlink meanwhile is not entered; nor is one whose name is never shown (a temporary name, or
+        not UTF-8): no file below it could be named.
         """
         prefix = f"{rel}/" if rel else ""
+        if not _indexed_name(rel):
+            return
         try:
             with self.jail.folder(rel) as top:
-                for dirpath, _dirs, names, dirfd in os.fwalk(".", dir_fd=top):
+                for dirpath, dirs, names, dirfd in os.fwalk(".", dir_fd=top):
+                    dirs[:] = [d for d in dirs if _indexed_part(d)]
                     base = prefix + (dirpath[2:] + "/" if dirpath != "." else "")
                     for name in names:
+                        if not _indexed_part(name):
+                            continue
                         with contextlib.suppress(FileNotFoundError):
                             st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-                            if stat_mod.S_ISREG(st.st_mode) and _indexed_name(base + name):
+                            if stat_mod.S_ISREG(st.st_mode):
                                 yield base + name, st
         except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
             return
 
     def index_path(self, rel: str) -> bytes | None:
         """Index one file; return its bytes when they were read (small files)."""
-        data: bytes | None = None
-        text = ""
+        found = self._read(rel)
+        if found is None:
+            self.forget_paths([rel], prefix=False)  # a symlink, a special or a hard-linked file is never indexed
+            return None
+        row, data = found
+        with self._db.transaction() as conn:
+            conn.execute(_UPSERT, row)
+        return data
+
+    def _read(self, rel: str) -> tuple[tuple[str, str, int, int, str, int], bytes | None] | None:
+        """The index row of the file at ``rel`` and its bytes when it is small; None when it is not a
+        regular file with one link (a symlink, a special or hard-linked file: never read nor indexed).
+
+        Raises:
+            OSError: the file is gone, or a folder on its way.
+        """
         try:
             fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
-        except MemoryValidationError:  # a symlink is never read or indexed
-            self.forget_paths([rel], prefix=False)
+        except MemoryValidationError:  # a symlink on the way
             return None
         try:
             st = os.fstat(fd)
             if not stat_mod.S_ISREG(st.st_mode) or st.st_nlink > 1:
-                self.forget_paths([rel], prefix=False)  # a special or hard-linked file is never read or indexed
                 return None
-            if st.st_size <= INDEX_MAX_BYTES:
-                data = read_at_most(fd, INDEX_MAX_BYTES + 1)
-                text = _index_text(data)
+            data = read_at_most(fd, INDEX_MAX_BYTES + 1) if st.st_size <= INDEX_MAX_BYTES else None
         finally:
             os.close(fd)
+        text = _index_text(data) if data is not None else ""
+        return (self.space, rel, st.st_size, st.st_mtime_ns, text, charged(st)), data
+
+    def _index_many(self, rels: list[str]) -> None:
+        """Index these files in one transaction (one that is gone, or no longer a regular file, is forgotten)."""
+        rows, gone = [], []
+        for rel in rels:
+            try:
+                found = self._read(rel)
+            except OSError:
+                found = None
+            if found is None:
+                gone.append(rel)
+            else:
+                rows.append(found[0])
         with self._db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO workspace_files(space, path, size, mtime_ns, text) VALUES (?,?,?,?,?) "
-                "ON CONFLICT(space, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns, "
-                "text=excluded.text",
-                (self.space, rel, st.st_size, st.st_mtime_ns, text),
-            )
-        return data
+            if rows:
+                conn.executemany(_UPSERT, rows)
+            for rel in gone:
+                conn.execute("DELETE FROM workspace_files WHERE space = ? AND path = ?", (self.space, rel))
 
     def forget_paths(self, rels: list[str], *, prefix: bool) -> None:
         with self._db.transaction() as conn:
@@ -116,24 +176,119 @@ class FileIndex:
                     )
 
     def refresh(self, *, force: bool = False) -> None:
-        """Bring the index in line with the disk (edits made behind the provider's back)."""
-        now = time.monotonic()
-        if not force and now - self._refreshed_at < REFRESH_SECONDS:
-            return
+        """Bring the whole index in line with the disk (edits made behind the provider's back), unless
+        it was less than ``REFRESH_SECONDS`` ago and not ``force``."""
+        if force or not self._clean(""):
+            self.catch_up("", "", None)
+
+    def catch_up(self, within: str, after: str, budget: RefreshBudget | None) -> str | None:
+        """Bring the index in line with the disk for the files under the folder ``within`` ("": all)
+        from the path ``after`` on, in path order, until ``budget`` is spent (None: to the end).
+
+        Return None when every file there is in line, else the first path not looked at yet: each
+        file before it was compared with its row (a ``stat``), and indexed when new or changed; each
+        row there whose file is gone was forgotten. What was brought in line is left alone for
+        ``REFRESH_SECONDS``: the next call from a path inside it goes on from where this one stopped.
+        """
+        if self._clean(within):
+            return None
         with self._refresh_lock:
-            if not force and time.monotonic() - self._refreshed_at < REFRESH_SECONDS:
-                return
-            with self._db.read() as conn:
-                rows = conn.execute(
-                    "SELECT path, size, mtime_ns FROM workspace_files WHERE space = ?", (self.space,)
-                ).fetchall()
-            known = {str(path): (int(size), int(mtime_ns)) for path, size, mtime_ns in rows}
-            for rel, st in self.walk(""):
-                if known.pop(rel, None) != (st.st_size, st.st_mtime_ns):
-                    self.index_path(rel)
-            if known:
-                self.forget_paths(list(known), prefix=False)
-            self._refreshed_at = time.monotonic()
+            started = time.monotonic()
+            single = self._file_at(within)
+            if single is not None:  # a search of one file (or of nothing)
+                self._bring_in_line(single, "", within, within + "\x01")
+                if single:
+                    return None
+            low, since = after, started
+            kept_from, kept_to, kept_since = self._stretch.get(within, ("", "", 0.0))
+            if kept_from <= after and started - kept_since < REFRESH_SECONDS:  # in line already up to kept_to
+                if kept_to is None:
+                    return None
+                if after < kept_to:
+                    low, after, since = kept_from, kept_to, kept_since
+            left = self._walk_in_line(within, after, budget, started)
+            self._stretch[within] = (low, left, since)
+            if left is None and low <= _first_under(within):
+                self._clean_at[within] = since
+            return left
+
+    def _walk_in_line(self, within: str, after: str, budget: RefreshBudget | None, started: float) -> str | None:
+        """Bring the files under ``within`` in line from ``after`` on, in chunks, until ``budget`` is
+        spent; return the first path not looked at (None: the end was reached)."""
+        files = self._ordered(within, after)
+        low, visited, chunk = max(after, _first_under(within)), 0, []
+        try:
+            upcoming = next(files, None)
+            while True:
+                if upcoming is not None:
+                    chunk.append(upcoming)
+                    upcoming = next(files, None)
+                if upcoming is not None and len(chunk) < CATCH_UP_CHUNK:
+                    continue
+                high = upcoming[0] if upcoming is not None else None
+                self._bring_in_line(chunk, within, low, high)
+                visited += len(chunk)
+                chunk, low = [], high or ""
+                if upcoming is None:
+                    return None
+                if budget is not None and (visited >= budget.files or time.monotonic() - started >= budget.seconds):
+                    return upcoming[0]
+        finally:
+            files.close()
+
+    def _file_at(self, rel: str) -> list[tuple[str, os.stat_result]] | None:
+        """[(rel, stat)] when ``rel`` names a regular file, [] when it names nothing or something else
+        that is not a folder; None when it is a folder (or the workspace itself)."""
+        if not rel:
+            return None
+        parent, _, name = rel.rpartition("/")
+        try:
+            with self.jail.folder(parent) as folder:
+                st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except (MemoryValidationError, OSError):
+            return []
+        if stat_mod.S_ISDIR(st.st_mode):
+            return None
+        return [(rel, st)] if stat_mod.S_ISREG(st.st_mode) and _indexed_name(rel) else []
+
+    def _clean(self, within: str) -> bool:
+        """Whether ``within`` or a folder holding it was brought in line less than ``REFRESH_SECONDS`` ago."""
+        now = time.monotonic()
+        parts = within.split("/") if within else []
+        return any(now - self._clean_at.get("/".join(parts[:n]), -REFRESH_SECONDS) < REFRESH_SECONDS
+                   for n in range(len(parts) + 1))  # fmt: skip
+
+    def _ordered(self, within: str, after: str) -> Generator[tuple[str, os.stat_result], None, None]:
+        """(path, stat) of the regular files under ``within`` in path order, from ``after`` on."""
+        base = f"{within}/" if within else ""
+        if not _indexed_name(within) or (after and not after.startswith(base) and after > base):
+            return
+        try:
+            with self.jail.folder(within) as top:
+                fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)
+        except (MemoryValidationError, FileNotFoundError, NotADirectoryError):
+            return
+        try:
+            yield from self._folders.files_in_order(fd, base, after.removeprefix(base) if after > base else "")
+        finally:
+            os.close(fd)
+
+    def _bring_in_line(self, files: list[tuple[str, os.stat_result]], within: str, low: str, high: str | None) -> None:
+        """Index those of ``files`` (all the files under ``within`` from ``low`` up to ``high``) whose
+        rows differ, and forget the rows of that stretch no file has any more."""
+        where, args = "space = ? AND path >= ?", [self.space, low]
+        if high is not None:
+            where, args = where + " AND path < ?", [*args, high]
+        if within:
+            where, args = where + " AND path > ? AND path < ?", [*args, within + "/", within + "0"]
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT path, size, mtime_ns, charged FROM workspace_files WHERE {where}", args)
+            known = {str(path): (int(size), int(mtime_ns), charge) for path, size, mtime_ns, charge in rows}
+        stale = [rel for rel, st in files if known.pop(rel, None) != (st.st_size, st.st_mtime_ns, charged(st))]
+        for start in range(0, len(stale), INDEX_BATCH):
+            self._index_many(stale[start : start + INDEX_BATCH])
+        if known:
+            self.forget_paths(list(known), prefix=False)
 
     def candidates(self, literal: str | None) -> list[tuple[int, str]]:
         """Return (rowid, workspace path) of indexed files that may contain ``literal`` in any case
@@ -172,10 +327,11 @@ class FileIndex:
         return int(row[0]) if row else 0
 
     def used_bytes(self, *, besides: str) -> int:
-        """The bytes of this space's indexed files, the file ``besides`` left out."""
+        """The bytes the quota charges this space's indexed files (:func:`.quota.charged`; a file not
+        indexed since that was kept, its size), the file ``besides`` left out."""
         with self._db.read() as conn:
             row = conn.execute(
-                "SELECT coalesce(sum(size), 0) FROM workspace_files WHERE space = ? AND path != ?",
+                "SELECT coalesce(sum(coalesce(charged, size)), 0) FROM workspace_files WHERE space = ? AND path != ?",
                 (self.space, besides),
             ).fetchone()
         return int(row[0])

@@ -6,8 +6,9 @@ times), ``path`` held the blob ``sha256``, or was absent when ``sha256`` is NULL
 or 'move' away). Rows of one path are ordered by ``(at, id)``: the newest at or before an instant
 is what the path held then.
 
-A version of a file over ``max_blob_bytes`` (``AFI_HISTORY_MAX_FILE_SIZE``, 64 MiB by default) keeps
-its size and hash but not its bytes: asking for them is refused with a message that says so.
+A version of a file over ``max_blob_bytes`` (``AFI_HISTORY_MAX_FILE_SIZE``, 64 MiB by default), or of
+a file with holes (:mod:`.digest`), keeps its size and digest but not its bytes: asking for them is
+refused with a message that says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
 from ..fabric.fields import canonical_time
+from .digest import SPARSE_HOLE_BYTES
 from .file_index import INDEX_MAX_BYTES
 from .quota import format_size, parse_size
 
@@ -219,10 +221,11 @@ class FileHistory:
             return found[sha256]
         with self._db.read() as conn:
             size = conn.execute("SELECT max(size) FROM file_versions WHERE sha256 = ?", (sha256,)).fetchone()
-        if size is not None and size[0] is not None and int(size[0]) > self.max_blob_bytes:
+        if size is not None and size[0] is not None and int(size[0]) > min(self.max_blob_bytes, SPARSE_HOLE_BYTES):
             raise TooLarge(
                 f"this version's bytes were not kept: a file over {format_size(self.max_blob_bytes)} "
-                "(AFI_HISTORY_MAX_FILE_SIZE) keeps its size and hash only",
+                f"(AFI_HISTORY_MAX_FILE_SIZE), or with more than {format_size(SPARSE_HOLE_BYTES)} of holes, "
+                "keeps its size and digest only",
                 path=path,
             )
         raise NotFound(f"no bytes are kept for the version {sha256[:12]}…", path=path)

@@ -1,4 +1,9 @@
-"""How much a space's workspace may hold: a cap per file and a quota per space, named in every refusal."""
+"""How much a space's workspace may hold: a cap per file and a quota per space, named in every refusal.
+
+The cap is on a file's size. The quota charges each file the bytes it has on disk, never more than
+its size (:func:`charged`): a hole (a write far past the end leaves one) costs nothing, as ``du``
+counts it, and a file of a few bytes costs those bytes, not the block that holds them.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from dataclasses import dataclass
 
 from afi.errors import TooLarge
 
-__all__ = ["WorkspaceLimits", "check_limits", "format_size", "parse_size", "size_after"]
+__all__ = ["WorkspaceLimits", "charged", "charged_after", "check_limits", "format_size", "parse_size", "size_after"]
+
+_BLOCK = 4096
 
 
 @dataclass(frozen=True)
@@ -75,9 +82,26 @@ def size_after(existing: os.stat_result | None, data: bytes, offset: int | None,
     return max(before, offset + len(data)) if data else before
 
 
-def check_limits(limits: WorkspaceLimits, afi_path: str, *, before: int, size: int, used_elsewhere: int) -> None:
-    """Refuse a write that would make a file ``before`` bytes long ``size`` bytes long, when that passes the
-    file cap, or the space's quota given the ``used_elsewhere`` bytes of its other files.
+def charged(st: os.stat_result) -> int:
+    """Given a file's stat, return the bytes the quota charges it: its allocated blocks, at most its size."""
+    return min(st.st_size, st.st_blocks * 512)
+
+
+def charged_after(existing: os.stat_result | None, data: bytes, offset: int | None, append: bool) -> int:
+    """At most the bytes the quota will charge a file once ``data`` is written as asked: what it was
+    charged (when written in place) and the blocks the new bytes may take, at most its new size."""
+    touched = (len(data) // _BLOCK + 2) * _BLOCK if data else 0  # the blocks a write may begin and end in
+    in_place = existing is not None and (append or offset is not None)
+    before = charged(existing) if in_place and existing is not None else 0
+    return min(size_after(existing, data, offset, append), before + touched)
+
+
+def check_limits(
+    limits: WorkspaceLimits, afi_path: str, *, size: int, before: int, after: int, used_elsewhere: int
+) -> None:
+    """Refuse a write that would make a file ``size`` bytes long, when that passes the file cap, or that
+    would raise what the quota charges it from ``before`` to ``after`` bytes when that passes the space's
+    quota given the ``used_elsewhere`` bytes charged to its other files.
 
     Raises:
         TooLarge: naming the limit, the setting that changes it, and the sizes.
@@ -88,9 +112,9 @@ def check_limits(limits: WorkspaceLimits, afi_path: str, *, before: int, size: i
             f"(AFI_MAX_FILE_SIZE); this write would make it {format_size(size)}",
             path=afi_path,
         )
-    if size > before and used_elsewhere + size > limits.space_quota_bytes:
+    if after > before and used_elsewhere + after > limits.space_quota_bytes:
         raise TooLarge(
             f"this space's workspace may hold at most {format_size(limits.space_quota_bytes)} "
-            f"(AFI_SPACE_QUOTA); {format_size(used_elsewhere)} are in use and this write needs {format_size(size)}",
+            f"(AFI_SPACE_QUOTA); {format_size(used_elsewhere)} are in use and this write needs {format_size(after)}",
             path=afi_path,
         )

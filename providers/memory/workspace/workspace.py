@@ -7,23 +7,25 @@ space's write lock around every write, so a check and the write it guards are on
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import os
 import shutil
 import stat as stat_mod
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, TooLarge
 from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
-from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex
+from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex, RefreshBudget
 from .filestat import FileStat, file_stat
+from .folders import FolderNames
 from .jail import FileJail
-from .quota import WorkspaceLimits, check_limits, size_after
+from .quota import WorkspaceLimits, charged, charged_after, check_limits, size_after
 
 __all__ = ["INDEX_MAX_BYTES", "TEMP_PREFIX", "FileStat", "Workspace", "WorkspaceLimits"]
 
@@ -43,7 +45,8 @@ class Workspace:
         Path(root).expanduser().mkdir(parents=True, exist_ok=True)
         self.jail = FileJail(root, space=space, create=False)  # the first write makes the space's folder
         self.limits = limits or WorkspaceLimits()
-        self.index = FileIndex(space, self.jail, database)
+        self.folders = FolderNames(TEMP_PREFIX)
+        self.index = FileIndex(space, self.jail, database, self.folders)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -65,8 +68,12 @@ class Workspace:
                 link = _shown_link(os.readlink(name, dir_fd=folder))
         return file_stat(name, st, link)
 
-    def listdir(self, rel: str, afi_path: str) -> list[FileStat]:
-        """Given a folder, return its children sorted by name (the workspace's own temporary files left out)."""
+    def list_page(self, rel: str, afi_path: str, *, after: str | None, limit: int, prefix: str = "",
+                  matches: Callable[[str], bool] | None = None) -> list[FileStat]:  # fmt: skip
+        """Given a folder, return up to ``limit`` of its children in name order: those named after
+        ``after`` (all when None), starting with ``prefix``, that ``matches`` accepts (the workspace's
+        own temporary files left out). A page costs its own entries and the names it passes over:
+        the folder's sorted names are kept (:mod:`.folders`)."""
         if is_reserved(rel):
             raise NotFound("no such folder", path=afi_path)
         try:
@@ -79,12 +86,23 @@ class Workspace:
             raise NotFound("no such folder", path=afi_path) from None
         except NotADirectoryError:
             raise InvalidPath("this is a file, not a folder: read it instead of listing it", path=afi_path) from None
+        children: list[FileStat] = []
         try:
-            with os.scandir(fd) as it:
-                children = [file_stat(e.name, e.stat(follow_symlinks=False)) for e in it if _shown_name(e.name)]
+            names = self.folders.sorted_names(fd)
+            at = bisect.bisect_left(names, prefix)
+            if after is not None:
+                at = max(at, bisect.bisect_right(names, after))
+            while at < len(names) and len(children) < limit and names[at].startswith(prefix):
+                name = names[at]
+                at += 1
+                if matches is not None and not matches(name):
+                    continue
+                try:
+                    children.append(file_stat(name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+                except FileNotFoundError:  # removed since the names were read
+                    continue
         finally:
             os.close(fd)
-        children.sort(key=lambda c: c.name)
         return children
 
     def read(self, rel: str, afi_path: str, offset: int, length: int | None) -> tuple[bytes, FileStat]:
@@ -188,8 +206,9 @@ class Workspace:
         check_limits(
             self.limits,
             afi_path,
-            before=existing.st_size if existing is not None else 0,
             size=size_after(existing, data, offset, append),
+            before=charged(existing) if existing is not None else 0,
+            after=charged_after(existing, data, offset, append),
             used_elsewhere=self.index.used_bytes(besides=rel),
         )
         with self._folder(parent, afi_path, create=True) as folder:
@@ -345,6 +364,11 @@ class Workspace:
         """Bring the index in line with the disk (edits made behind the provider's back)."""
         self.index.refresh(force=force)
 
+    def catch_up(self, within: str, after: str, budget: RefreshBudget | None) -> str | None:
+        """Bring the index in line for the files under ``within`` from ``after`` on, within ``budget``;
+        return the first path it did not get to (None: it got to the end)."""
+        return self.index.catch_up(within, after, budget)
+
     def candidates(self, literal: str | None) -> list[tuple[int, str]]:
         """Return (rowid, workspace path) of indexed files that may contain ``literal`` (all when None)."""
         return self.index.candidates(literal)
@@ -356,12 +380,6 @@ class Workspace:
     def change_token(self) -> int:
         """Grows with every change to this space's file index."""
         return self.index.change_token()
-
-
-def _shown_name(name: str) -> bool:
-    """Whether a name on disk is shown in the tree: not a temporary file, and valid UTF-8 (a name that is
-    not, made on disk behind the provider's back, could not be named in a request or a JSON answer)."""
-    return not name.startswith(TEMP_PREFIX) and not any("\udc80" <= c <= "\udcff" for c in name)
 
 
 def _shown_link(link: str) -> str | None:

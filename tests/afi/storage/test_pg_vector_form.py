@@ -202,6 +202,6 @@ def test_step_9_refuses_a_rendering_it_cannot_derive_and_changes_nothing(tmp_pat
     with psycopg.connect(step6_url, autocommit=True) as conn:
         conn.execute("UPDATE notes SET rendered = %s WHERE id = %s", (right, ids[1]))
     _, applied = migrate_postgres(step6_url)
-    assert [step.number for step in applied] == [9]
+    assert [step.number for step in applied] == [step.number for step in STEPS[8:]]  # 9 and after
     with psycopg.connect(step6_url) as conn:
         assert conn.execute(f"SELECT {RENDERED_SQL} FROM notes WHERE id = %s", (ids[1],)).fetchone() == (right,)
