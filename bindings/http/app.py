@@ -128,8 +128,8 @@ def caller_of(request: Request) -> Caller:
         query_keys=request.query_params.keys(),
         address=request.client.host if request.client else "unknown",
         url_space=request.path_params.get("space"),
-        host=request.headers.get("host"),
-        origin=request.headers.get("origin"),
+        host=request.headers.getlist("host"),
+        origin=request.headers.getlist("origin"),
     )
 
 
