@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from ..errors import Forbidden, InvalidPath, Unauthorized
 from ..provider import Caller, Provider
 from .keys import LOCAL_OWNER
-from .oauth.resource import same_authority
+from .oauth.resource import mount_of, same_authority
 from .ratelimit import RateLimiter
 
 __all__ = ["QUERY_TOKEN_NAMES", "Door", "InvalidToken", "is_loopback_host", "is_loopback_origin", "one_header"]
@@ -88,6 +88,24 @@ def one_header(name: str, values: str | list[str] | None) -> str | None:
     return values[0] if values else None
 
 
+def _check_resource(resource: str, host: str | None, url_space: str | None) -> None:
+    """Given an OAuth token's resource (RFC 8707), the ``Host`` a request was sent to and the space its URL
+    names (None: the root mount point), refuse the token unless the request is within that resource.
+
+    Raises:
+        InvalidToken: another server's resource, or another mount point's (``/spaces/other/mcp`` at ``/mcp``).
+    """
+    if host is not None and not same_authority(resource, host):
+        raise InvalidToken(f"this token was issued for another server ({resource}), not {host}")
+    issued = mount_of(resource)
+    if issued != (url_space or ""):
+        at = f"/spaces/{issued}" if issued else ""
+        raise InvalidToken(
+            f"this token was issued for {resource}: it is good at {at}/mcp and {at}/afi/… only, not at "
+            + (f"/spaces/{url_space}/" if url_space else "the root")
+        )
+
+
 def _from_this_machine(address: str) -> bool:
     """Given a peer address, False only for an IP address of another machine (a socket may have none)."""
     try:
@@ -151,8 +169,8 @@ class Door:
             raise
         if self.rate_limit is not None:
             self.rate_limit.check(f"principal:{caller.principal}")
-        if caller.resource is not None and host is not None and not same_authority(caller.resource, host):
-            raise InvalidToken(f"this token was issued for another server ({caller.resource}), not {host}")
+        if caller.resource is not None:
+            _check_resource(caller.resource, host, url_space)
         if token is None:
             if not _from_this_machine(address):
                 raise Forbidden("without API keys this server answers only to this machine (create a key)")
