@@ -29,7 +29,12 @@ def normalize(path: str) -> str:
 
     Raises:
         InvalidPath: not a string, empty, relative, a NUL byte, a lone surrogate (not Unicode text: JSON
-            can spell ``"\\ud800"``, UTF-8 cannot carry it), a ``..`` above ``/``, or too long.
+            can spell ``"\\ud800"``, UTF-8 cannot carry it; SSH and SFTP pass a byte that is not UTF-8 on as
+            one), a ``..`` above ``/``, or too long.
+
+    A U+FFFD in a path is a character like any other: a door that decodes bytes decodes them strictly
+    (the HTTP query, a JSON body, SSH and SFTP names), so it is never a stand-in for a byte that was
+    lost on the way, and a name that already holds one stays reachable.
     """
     if not isinstance(path, str):
         raise InvalidPath("a path must be a string")
@@ -41,7 +46,10 @@ def normalize(path: str) -> str:
         path.encode("utf-8")
     except UnicodeEncodeError:
         shown = path.encode("utf-8", "backslashreplace").decode("utf-8")
-        raise InvalidPath("the path is not valid Unicode: it holds a lone surrogate", path=shown[:256]) from None
+        raise InvalidPath(
+            "the path is not UTF-8 text: it holds a byte that is not UTF-8 or a lone surrogate (\\ud800 … \\udfff)",
+            path=shown[:256],
+        ) from None
     if not path.startswith("/"):
         raise InvalidPath("paths are absolute: start the path with '/'", path=path)
     if len(path.encode("utf-8")) > MAX_PATH_BYTES:

@@ -2,14 +2,19 @@
 
 One process by default; with ``workers`` > 1, N processes share one listening socket (uvicorn's
 supervisor binds it in the parent and spawns the workers), each with its own provider on the same
-store. The parent announces the address once: ``afi: listening on http://…``.
+store. The parent announces the address once: ``afi: listening on http://…``. A worker ends when its
+supervisor does, even when the supervisor is killed (``kill -9``) and cannot stop it.
 """
 
 from __future__ import annotations
 
 import errno
+import multiprocessing
+import os
+import signal
 import socket
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +41,7 @@ from .local import open_provider
 from .mcp import mcp_http
 from .oauth import mount_auth
 
-__all__ = ["AppSpec", "Listen", "check_port", "open_server", "prebuild", "serve_workers"]
+__all__ = ["AppSpec", "Listen", "check_port", "end_with_supervisor", "open_server", "prebuild", "serve_workers"]
 
 stdout = Console(highlight=False)
 
@@ -76,11 +81,33 @@ class AppSpec:
         return app, provider
 
     def __call__(self) -> FastAPI:
+        end_with_supervisor()
         try:
             return self.build()[0]
         except Exception as err:  # a worker that cannot start stops the supervisor, not a restart loop
             print(f"afi: a worker could not start: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
             sys.exit(STARTUP_FAILURE)
+
+
+def end_with_supervisor() -> None:
+    """In a worker process (uvicorn's supervisor spawned it), stop this process as SIGTERM would once the
+    supervisor is gone; elsewhere, do nothing.
+
+    uvicorn's supervisor stops its workers when it is asked to stop; killed (``kill -9``, the OOM
+    killer), it cannot, and its workers kept the port and the store open for ever. The worker's
+    end of multiprocessing's pipe from the supervisor (its ``sentinel``) becomes readable when the
+    supervisor's process ends, however it ends: a thread waits on it, then signals this process,
+    whose server stops as it does on SIGTERM (no new connections, requests in flight finish).
+    """
+    supervisor = multiprocessing.parent_process()
+    if supervisor is None:
+        return
+
+    def watch() -> None:
+        supervisor.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="afi-supervisor-watch", daemon=True).start()
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from afi.provider import Caller, Provider
 
 from ..offload import offload, search_lane
 from .docs import add_docs
-from .errors import BodyCap, Cors, error_response
+from .errors import BodyCap, Cors, Utf8Url, error_response
 from .oauth import named_servers
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "caller_of", "create_app"]
@@ -128,8 +128,8 @@ def caller_of(request: Request) -> Caller:
         query_keys=request.query_params.keys(),
         address=request.client.host if request.client else "unknown",
         url_space=request.path_params.get("space"),
-        host=request.headers.get("host"),
-        origin=request.headers.get("origin"),
+        host=request.headers.getlist("host"),
+        origin=request.headers.getlist("origin"),
     )
 
 
@@ -189,6 +189,10 @@ def create_app(
             message = f"no route {request.url.path}; AFI routes live under /afi/ and /.afi/manifest.json"
         elif err.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}"
+        elif isinstance(err.__cause__, UnicodeDecodeError):  # FastAPI's "error parsing the body"
+            bad = err.__cause__
+            byte = f"byte {bad.object[bad.start]:#04x} at offset {bad.start}"
+            message = f"the request body is not UTF-8 ({byte}); a JSON body is UTF-8 text"
         body: dict[str, Any] = {"code": code, "message": message}
         return JSONResponse({"error": body}, status_code=err.status_code)
 
@@ -373,4 +377,5 @@ def create_app(
             max_age=600,
         )
     app.add_middleware(BodyCap, cap=max_body_bytes)
+    app.add_middleware(Utf8Url)
     return app

@@ -224,8 +224,8 @@ class OAuthRoutes:
         caller = door.admit(
             authorization=f"Bearer {key}" if key else None,
             address=request.client.host if request.client else "unknown",
-            host=request.headers.get("host"),
-            origin=request.headers.get("origin"),
+            host=request.headers.getlist("host"),
+            origin=request.headers.getlist("origin"),
         )
         if not caller.has("afi:admin") or caller.resource is not None or caller.principal.startswith("jwt:"):
             raise Forbidden(

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from afi.auth.door import Door, InvalidToken, is_loopback_origin
+from afi.auth.door import Door, InvalidToken, is_loopback_origin, one_header
 from afi.auth.oauth.resource import advertised_scopes, named_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
@@ -142,7 +142,7 @@ class McpHttp:
     # -- the door --------------------------------------------------------------------------
 
     def _check_origin(self, headers: Headers) -> None:
-        origin = headers.get("origin")
+        origin = one_header("Origin", headers.getlist("origin"))
         if origin is None:
             return
         own = {f"http://{headers.get('host', '')}", f"https://{headers.get('host', '')}"}
@@ -158,8 +158,8 @@ class McpHttp:
             query_keys=QueryParams(scope.get("query_string", b"")).keys(),
             address=client[0] if client else "unknown",
             url_space=space,
-            host=headers.get("host"),
-            origin=headers.get("origin"),
+            host=headers.getlist("host"),
+            origin=headers.getlist("origin"),
         )
 
     def _challenge(self, scope: Scope, headers: Headers, err: AfiError, space: str | None) -> str:

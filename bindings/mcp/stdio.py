@@ -225,15 +225,21 @@ async def stdio_streams(stdin: int | None = None, stdout: int | None = None) -> 
 
 @asynccontextmanager
 async def _threaded(fds: tuple[int, int] | None) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's thread-per-line transport, for what is not a pipe or socket (and loops other than asyncio)."""
+    """The SDK's thread-per-line transport, for what is not a pipe or socket (and loops other than asyncio).
+
+    Lines are read with ``errors="surrogateescape"``, not the SDK's ``"replace"``: a byte that is not
+    UTF-8 stays one, so the line is refused as JSON-RPC (as the event-loop transport refuses it)
+    instead of reaching a verb with U+FFFD where the byte was (``bad\\xff.txt`` stored as ``bad�.txt``).
+    """
     from mcp.server.stdio import stdio_server
 
     if fds is None:
-        async with stdio_server() as (reader, writer), _closing(reader, writer):
-            yield reader, writer
+        with open(0, encoding="utf-8", errors="surrogateescape", closefd=False) as text_in:
+            async with stdio_server(stdin=anyio.wrap_file(text_in)) as (reader, writer), _closing(reader, writer):
+                yield reader, writer
         return
     with (
-        open(fds[0], encoding="utf-8", errors="replace", closefd=False) as text_in,
+        open(fds[0], encoding="utf-8", errors="surrogateescape", closefd=False) as text_in,
         open(fds[1], "w", encoding="utf-8", closefd=False) as text_out,
     ):
         async with (

@@ -290,6 +290,11 @@ class AfiSFTPServer(asyncssh.SFTPServer):
         # if_match: a write that lands between the read and this one is refused, never lost
         await self._run(self.provider.write, self.caller, where, resized, if_match=before.etag)
 
+    async def lsetstat(self, path: bytes, attrs: SFTPAttrs) -> None:
+        # asyncssh's own lsetstat sets the attributes of that path on the host; the tree has no links to
+        # tell apart, so it is setstat here
+        await self.setstat(path, attrs)
+
     async def fsetstat(self, file_obj: object, attrs: SFTPAttrs) -> None:
         handle = handle_of(file_obj)
         if attrs.size is not None and handle.writing:
@@ -338,6 +343,13 @@ class AfiSFTPServer(asyncssh.SFTPServer):
 
     async def statvfs(self, path: bytes) -> asyncssh.SFTPVFSAttrs:
         return asyncssh.SFTPVFSAttrs(4096, 4096, 1 << 20, 1 << 19, 1 << 19, 1 << 16, 1 << 15, 1 << 15, 0, 0, 255)
+
+    async def fstatvfs(self, file_obj: object) -> asyncssh.SFTPVFSAttrs:
+        return await self.statvfs(handle_of(file_obj).path.encode())
+
+    def open56(self, path: bytes, desired_access: int, flags: int, attrs: SFTPAttrs) -> object:
+        # SFTP v5 and v6 only (this server speaks v3); asyncssh's own open56 opens a host file
+        raise asyncssh.SFTPOpUnsupported("unsupported: this server speaks SFTP version 3")
 
     async def readlink(self, path: bytes) -> bytes:
         entry = await self._run(self.provider.stat, self.caller, self._path(path))

@@ -273,3 +273,31 @@ def test_workers_refuse_what_needs_one_process(tmp_path: Path, extra: list[str],
     result = afi("serve", "--port", "0", "--workers", "2", "--db", db, "--root", root, *extra)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, dead but not yet reaped, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    with start_afi_serve(tmp_path / "afi.db", tmp_path / "files", "--workers", "2") as server:
+        assert server.process is not None
+        workers = _workers_of(server.process.pid)
+        assert len(workers) == 2
+        server.process.kill()  # kill -9: the supervisor gets no chance to stop them
+        server.process.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_running(pid) for pid in workers):
+            time.sleep(0.1)
+        left = [pid for pid in workers if _running(pid)]
+        for pid in left:  # leave no orphan behind this test, whatever it found
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        assert not left, f"{len(left)} of 2 workers still run after their supervisor was killed"
+        with pytest.raises(httpx.TransportError):
+            httpx.get(server.url + "/.afi/manifest.json", timeout=2)

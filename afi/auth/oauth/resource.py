@@ -2,9 +2,11 @@
 
 A resource is this server's base URL, its ``/mcp`` endpoint, or either under ``/spaces/<space>``:
 ``http://127.0.0.1:8765/mcp`` names the server's own space (``--space``, else ``default``),
-``http://127.0.0.1:8765/spaces/work/mcp`` the space ``work``. A token carries its resource, and a
-door compares the resource's authority (host and port) with the one a request was sent to, so a
-token issued for one server is refused by another; the space is refused at the door as any key's.
+``http://127.0.0.1:8765/spaces/work/mcp`` the space ``work``. What a resource covers is its mount
+point: the root (``/mcp``, ``/afi/*``, ``/ledger/*``, ``/admin/*``, the web page) or ``/spaces/<space>``
+(the same routes under it); a resource and its ``/mcp`` name the same mount point. A token carries its
+resource, and a door refuses it on another server (the resource's host and port are not the ones the
+request was sent to) and at another mount point (:func:`mount_of`), even one serving the same space.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from urllib.parse import urlsplit
 
 from ...provider import SCOPES
 
-__all__ = ["SPACE_NAME", "Resource", "advertised_scopes", "authority", "named_servers", "same_authority"]
+__all__ = [
+    "SPACE_NAME",
+    "Resource",
+    "advertised_scopes",
+    "authority",
+    "mount_of",
+    "named_servers",
+    "same_authority",
+]
 
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _PATH = re.compile(r"^(?:/spaces/(?P<space>[^/]+))?(?:/mcp)?/?$")
@@ -39,6 +49,18 @@ def same_authority(resource: str, host: str) -> bool:
     parts = urlsplit(resource)
     mine = authority(parts.netloc, parts.scheme or "http")
     return bool(mine) and (mine == authority(host, parts.scheme or "http"))
+
+
+def mount_of(resource: str) -> str | None:
+    """Given a token's resource URL, return the space its mount point names (``/spaces/<space>``), ``""``
+    for the root mount point, or None for a URL no mount point of this server has."""
+    try:
+        found = _PATH.match(urlsplit(resource).path)
+    except ValueError:
+        return None
+    if found is None:
+        return None
+    return found.group("space") or ""
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ class _Files:
             raise MemoryValidationError("these tools were built without a root, so file paths are unavailable")
         folder = self.root if self.space is None else self.root / self.space
         if not create and not os.path.lexists(folder):
-            raise MemoryNotFoundError("the memory root does not exist yet", path=str(folder))
+            raise MemoryNotFoundError("the memory root does not exist yet: nothing was written there")  # no host path
         if self.space is not None:
             return FileJail(self.root, space=self.space, create=create)
         return FileJail(self.root, create=create)

@@ -157,8 +157,9 @@ class FileJail:
         return fd
 
     def _space_refused(self) -> MemoryValidationError:
+        # named as the tree and the operator know it, never by its place on the host: an error reaches callers
         return MemoryValidationError(
-            f"the space folder {self._root_text!r} is not a real folder beneath the workspace root "
+            f"the space folder {self._space!r} is not a real folder beneath the workspace root "
             "(a symlink or a file is there): the workspace refuses to use it"
         )
 

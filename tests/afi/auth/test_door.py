@@ -23,6 +23,16 @@ from tests.support.servers import AfiServer
         ("evil.example:8765", False),
         ("10.0.0.5", False),
         ("[2001:db8::1]:80", False),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("localhost:443@evil.example", False),
+        ("127.0.0.1:8765.evil.example", False),
+        ("[::1].evil.example", False),
+        ("127.0.0.1:8765:evil.example", False),
+        ("localhost:99999", False),
+        ("[127.0.0.1]", False),
+        ("localhost evil.example", False),
+        ("[::1", False),
     ],
 )
 def test_loopback_hosts(host: str, loopback: bool) -> None:
@@ -32,8 +42,24 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
 def test_loopback_origins() -> None:
     assert is_loopback_origin("http://localhost:3000")
     assert is_loopback_origin("http://127.0.0.1:8765")
+    assert is_loopback_origin("https://[::1]:8443")
     assert not is_loopback_origin("https://evil.example")
     assert not is_loopback_origin("http://127.0.0.1@evil.example")
+    assert not is_loopback_origin("https://localhost:443@evil.example")
+    assert not is_loopback_origin("http://127.0.0.1:8765.evil.example")
+    assert not is_loopback_origin("http://[::1].evil.example")
+    assert not is_loopback_origin("http://localhost:8765/")
+    assert not is_loopback_origin("ws://localhost")
+    assert not is_loopback_origin("http://::1")
+
+
+def test_a_second_host_or_origin_header_is_refused(tmp_path: Path) -> None:
+    door = Door(MemoryProvider(tmp_path / "a.db", tmp_path / "files"))
+    assert door.admit(authorization=None, host=["127.0.0.1"], origin=["http://localhost"]).principal == "local"
+    with pytest.raises(InvalidPath, match="2 Origin headers"):
+        door.admit(authorization=None, host=["127.0.0.1"], origin=["http://localhost", "https://evil.example"])
+    with pytest.raises(InvalidPath, match="2 Host headers"):
+        door.admit(authorization=None, host=["127.0.0.1", "evil.example"])
 
 
 @pytest.mark.parametrize("origin", ["null", "NULL", " null "])

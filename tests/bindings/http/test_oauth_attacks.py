@@ -61,9 +61,15 @@ def test_registration_is_bounded(server: AfiServer) -> None:
 
 def test_registration_is_rate_limited_per_address(tmp_path: Path) -> None:
     with start_afi_serve(tmp_path / "afi.db", tmp_path / "files", "--rate", "2", "--burst", "5") as limited:
+        started = time.monotonic()
         answers = [httpx.post(limited.url + "/oauth/register", json={"redirect_uris": [REDIRECT]}) for _ in range(40)]
+        spent = time.monotonic() - started
     statuses = [a.status_code for a in answers]
-    assert set(statuses) <= {201, 429} and statuses.count(201) <= 10, f"40 registrations: {statuses}"
+    # the bucket holds 5 and refills 2 a second: what the 40 requests' own time let in, on a slow machine too
+    allowed = 5 + 2 * spent + 1
+    assert set(statuses) <= {201, 429} and statuses.count(201) <= allowed, (
+        f"40 registrations in {spent:.1f} s: {statuses}"
+    )
     refused = next(a for a in answers if a.status_code == 429)
     assert refused.json()["error"]["code"] == "rate_limited" and "retry-after" in refused.headers
 

@@ -202,6 +202,62 @@ def test_afi_mcp_over_a_regular_file_still_answers(tmp_path: Path) -> None:
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "afi-memory"
 
 
+def _write_call(id_: int, name: bytes) -> bytes:
+    call = {"name": "afi.write", "arguments": {"path": "/files/NAME", "data": "x"}}
+    line = json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": call}).encode()
+    return line.replace(b"NAME", name) + b"\n"
+
+
+def test_a_path_that_is_not_utf8_writes_nothing_over_a_pipe(tmp_path: Path) -> None:
+    with served(tmp_path) as wire:
+        wire.hello()
+        wire.to_server.write(_write_call(1, b"bad\xff.txt"))
+        wire.to_server.flush()
+        assert wire.call(2, "afi.stat", {"path": "/files"})["structuredContent"]["type"] == "directory"
+    assert not (tmp_path / "files" / "default").exists() or not list((tmp_path / "files" / "default").iterdir())
+
+
+_RECEIVE_TWO = """
+import anyio
+from afi.bindings.mcp.stdio import stdio_streams
+
+async def main():
+    async with stdio_streams() as (reader, _):
+        for _ in range(2):
+            print(type(await reader.receive()).__name__, file=__import__("sys").stderr)
+
+anyio.run(main)
+"""
+
+
+def test_afi_mcps_own_stdin_hands_on_no_message_from_a_line_that_is_not_utf8(tmp_path: Path) -> None:
+    """``afi mcp < requests.jsonl``: a regular file on fd 0 is read by the SDK's transport, which decoded with
+    ``errors="replace"``: the write reached the verb as ``/files/bad\\uFFFD.txt``, a name the client never sent."""
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(_write_call(1, b"bad\xff.txt") + _write_call(2, b"good.txt"))
+    with feed.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-c", _RECEIVE_TWO], stdin=stdin, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split() == ["ValidationError", "SessionMessage"], done.stderr
+
+
+def test_the_threaded_transport_hands_on_no_message_from_a_line_that_is_not_utf8(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_write_call(1, b"bad\xff.txt") + _write_call(2, b"good.txt"))
+    received: list[Any] = []
+
+    async def body() -> None:
+        with requests.open("rb") as source, (tmp_path / "replies").open("wb") as sink:
+            async with stdio_streams(source.fileno(), sink.fileno()) as (reader, _):
+                received.extend([await reader.receive(), await reader.receive()])
+
+    anyio.run(body)
+    assert isinstance(received[0], Exception), f"a lossy decode made a message of it: {received[0]!r:.300}"
+    assert isinstance(received[1], SessionMessage)
+
+
 @pytest.mark.parametrize("stdin_is_null", [True, False], ids=["stdin-devnull", "stdin-pipe"])
 def test_afi_mcp_exits_cleanly_at_end_of_input(tmp_path: Path, stdin_is_null: bool) -> None:
     command = afi_mcp_command(tmp_path / "afi.db", tmp_path / "files")

@@ -130,3 +130,81 @@ def test_a_reader_sees_a_write_whose_close_has_not_arrived(server: SshServer) ->
     with SshClient(port=server.port, identity=server.keys["writer"]) as writer:
         assert writer.read("/files/early.txt").data == b"written, not yet closed\n"
         writer.delete("/files/early.txt")
+
+
+def test_lsetstat_never_reaches_a_host_file(server: SshServer, tmp_path: Path) -> None:
+    """``lsetstat@openssh.com`` (``chmod -h``, asyncssh's ``follow_symlinks=False``) fell through to
+    asyncssh's own server method, which set the attributes of that path on the host: any key, a
+    read-only one too, could chmod, truncate or re-date any file the server's user can. It is
+    ``setstat`` of the tree now (the tree has no symbolic links to tell apart)."""
+    import asyncio
+    import os
+
+    import asyncssh
+
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("outside the tree\n")
+    os.chmod(host_file, 0o600)
+    before = os.stat(host_file)
+
+    async def attempt(key: str) -> list[str]:
+        identity = asyncssh.read_private_key(str(server.keys[key]))
+        answers = []
+        async with (
+            asyncssh.connect("127.0.0.1", port=server.port, client_keys=[identity], known_hosts=None) as conn,
+            conn.start_sftp_client() as sftp,
+        ):
+            for target in (str(host_file), "/files/../../" + str(host_file)):
+                for call in (
+                    sftp.chmod(target, 0o777, follow_symlinks=False),
+                    sftp.utime(target, (1, 1), follow_symlinks=False),
+                    sftp.setstat(target, asyncssh.SFTPAttrs(size=1), follow_symlinks=False),
+                ):
+                    try:
+                        await call
+                        answers.append("ok")
+                    except asyncssh.SFTPError as err:
+                        answers.append(str(err.reason))
+        return answers
+
+    for key in ("writer", "reader"):
+        asyncio.run(attempt(key))
+    after = os.stat(host_file)
+    assert (after.st_mode, after.st_size, after.st_mtime) == (before.st_mode, before.st_size, before.st_mtime)
+    assert host_file.read_text() == "outside the tree\n"
+
+    async def in_the_tree() -> bytes:
+        identity = asyncssh.read_private_key(str(server.keys["writer"]))
+        async with (
+            asyncssh.connect("127.0.0.1", port=server.port, client_keys=[identity], known_hosts=None) as conn,
+            conn.start_sftp_client() as sftp,
+        ):
+            async with sftp.open("/files/cut.txt", "wb") as made:
+                await made.write(b"0123456789")
+            await sftp.setstat("/files/cut.txt", asyncssh.SFTPAttrs(size=4), follow_symlinks=False)
+            async with sftp.open("/files/cut.txt", "rb") as cut:
+                return bytes(await cut.read())
+
+    assert asyncio.run(in_the_tree()) == b"0123"
+
+
+def test_no_sftp_request_falls_through_to_the_host_filesystem() -> None:
+    """asyncssh's ``SFTPServer`` serves the host's filesystem by default: every method of it that maps a
+    client path (``map_path``) or touches a file object with ``os`` is the binding's own (the path
+    mappings themselves and ``convert_attrs``, which only converts a stat result, touch nothing)."""
+    import inspect
+
+    import asyncssh
+
+    from afi.bindings.ssh.sftp import AfiSFTPServer
+
+    pure = ("map_path", "reverse_map_path", "convert_attrs")
+    reaching = [
+        name
+        for name, member in vars(asyncssh.SFTPServer).items()
+        if callable(member) and not name.startswith("_") and name not in pure
+        and any(mark in inspect.getsource(member) for mark in ("map_path(", "os.", "open("))
+    ]  # fmt: skip
+    assert {"lsetstat", "open56", "fstatvfs", "setstat"} <= set(reaching), reaching
+    inherited = [name for name in reaching if getattr(AfiSFTPServer, name) is getattr(asyncssh.SFTPServer, name)]
+    assert not inherited, f"these SFTP requests reach the host's files: {inherited}"
