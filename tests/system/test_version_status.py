@@ -1,10 +1,12 @@
 """What a note version says it is, read through a real ``afi serve`` on each engine: in ``/history``
 a retired version is ``superseded`` (naming its successor) or ``expired``, not ``active``; under
 ``/.afi/at/<instant>/`` a version reads as it stood then, without the ``valid_to`` or times a later
-write gave it; search greps that same text; stat and list give its size."""
+write gave it; search greps that same text; stat and list give its size; the web page's timeline
+says current, superseded or expired."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -146,3 +148,27 @@ def test_search_greps_the_text_a_read_shows(story: Story) -> None:
     assert story.grep("status: superseded", "/.afi/at/mid") == []
     active = sorted(path for path, _ in story.grep({"regex": "^status: active$"}, "/.afi/at/mid/history"))
     assert active == sorted(f"/.afi/at/mid/history/{ids[k]}.md" for k in ("x1", "z")), active
+
+
+def _timeline(page: str) -> list[str]:
+    """The page's timeline, one line a version (the one shown marked ``*``)."""
+    found = re.search(r'<ol class="timeline">(.*?)</ol>', page, re.S)
+    assert found is not None, page
+    return [("* " if 'aria-current="true"' in li[:40] else "") + re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", li)).strip()
+            for li in re.findall(r"<li.*?</li>", found.group(1), re.S)]  # fmt: skip
+
+
+def test_the_web_timeline_says_what_each_version_is(story: Story) -> None:
+    x1, x2 = story.ids["x1"], story.ids["x2"]
+    items = _timeline(story.get("/ui/browse", path="/facts/x.md").text)
+    assert len(items) == 2 and items[0].startswith(f"* {x2}") and items[1].startswith(x1), items
+    assert items[0].endswith("· current") and items[1].endswith("· superseded"), items
+    # from the old version: its successor too, and a link to it among its fields
+    old = story.get("/ui/browse", path=f"/history/{x1}.md").text
+    items = _timeline(old)
+    assert len(items) == 2 and items[0].startswith(x2) and items[1].startswith(f"* {x1}"), items
+    assert f'<dt>superseded_by</dt><dd><a href="/ui/browse?path=%2Fhistory%2F{x2}.md">{x2}</a>' in old
+    expired = story.get("/ui/browse", path=f"/history/{story.ids['y']}.md").text
+    assert "· expired" in expired and "· active" not in expired
+    past = story.get("/ui/browse", path="/.afi/at/mid/facts/x.md").text
+    assert "· current" in past and "· superseded" not in past and "· active" not in past
