@@ -28,7 +28,9 @@ __all__ = [
 ]
 
 # The fields a person reads first, then the rest in the note's own order.
-FIELD_ORDER = ("kind", "name", "status", "valid_from", "valid_to", "tags", "importance", "links", "supersedes")
+FIELD_ORDER = (
+    "kind", "name", "status", "superseded_by", "valid_from", "valid_to", "tags", "importance", "links", "supersedes"
+)  # fmt: skip
 
 
 class _NoAliasLoader(yaml.SafeLoader):

@@ -21,6 +21,8 @@ __all__ = ["audit", "browse", "href", "keys", "ledger", "parent", "timeline"]
 
 MAX_SHOWN_BYTES = 1024 * 1024  # a bigger file shows its first MiB
 MAX_VERSIONS = 50
+# what a version is, as the timeline says it: one valid at the instant read is that instant's current one
+_STATUS = {"active": "current"}
 _AT = re.compile(r"^(/\.afi/at/[^/]+)(/.*)?$")
 _MESSAGE = re.compile(r"^\[(?P<id>[^\]]+)\] \((?P<at>[^)]*)\) (?P<role>[^:]+): (?P<text>.*)$")
 _LEDGER_LINE = re.compile(r"^> (?P<type>observation|reflection) (?P<ref>\S+) \((?P<at>[^)]*)\): (?P<text>.*)$")
@@ -87,30 +89,53 @@ def _history_prefix(path: str) -> str:
     return f"{found.group(1)}/history" if found else "/history"
 
 
+def _entry(vid: str, where: str, fields: dict[str, Any], here: bool) -> dict[str, Any]:
+    status = fields.get("status")
+    return {
+        "id": vid, "href": href("browse", path=where), "valid_from": fields.get("valid_from"),
+        "valid_to": fields.get("valid_to"), "status": _STATUS.get(str(status), status), "here": here,
+        "missing": False,
+    }  # fmt: skip
+
+
+def _fields(provider: Provider, caller: Caller, where: str) -> dict[str, Any] | None:
+    """The front matter of the version at ``where``, or None when it cannot be read."""
+    try:
+        text = provider.read(caller, where, length=MAX_SHOWN_BYTES).data.decode("utf-8")
+    except (AfiError, UnicodeDecodeError):
+        return None
+    return split_front_matter(text)[0]
+
+
 def timeline(provider: Provider, caller: Caller, path: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
-    """The note's versions, newest first: itself, then each version it supersedes, read from /history."""
-    versions: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    """The note's versions, newest first: those that superseded it, itself, then each version it
+    supersedes, read from /history (or the instant's history under /.afi/at), each with what it is
+    there: current, superseded, expired or scheduled."""
     prefix = _history_prefix(path)
-    current: dict[str, Any] | None = fields
-    while current and current.get("id") and len(versions) < MAX_VERSIONS and str(current["id"]) not in seen:
-        vid = str(current["id"])
-        seen.add(vid)
-        where = f"{prefix}/{vid}.md"
-        versions.append({
-            "id": vid, "href": href("browse", path=where), "valid_from": current.get("valid_from"),
-            "valid_to": current.get("valid_to"), "status": current.get("status"),
-            "here": where == path or not versions, "missing": False,
-        })  # fmt: skip
-        older = current.get("supersedes")
-        if not older:
+    here = str(fields["id"])
+    seen = {here}
+    newer: list[dict[str, Any]] = []
+    later = fields.get("superseded_by")
+    while later and str(later) not in seen and len(newer) < MAX_VERSIONS - 1:
+        seen.add(str(later))
+        where = f"{prefix}/{later}.md"
+        found = _fields(provider, caller, where)
+        if found is None:
+            newer.append({"id": str(later), "href": None, "missing": True, "here": False})
             break
-        try:
-            text = provider.read(caller, f"{prefix}/{older}.md", length=MAX_SHOWN_BYTES).data.decode("utf-8")
-        except (AfiError, UnicodeDecodeError):
+        newer.append(_entry(str(later), where, found, False))
+        later = found.get("superseded_by")
+    versions = [*reversed(newer), _entry(here, f"{prefix}/{here}.md", fields, True)]
+    older = fields.get("supersedes")
+    while older and str(older) not in seen and len(versions) < MAX_VERSIONS:
+        seen.add(str(older))
+        where = f"{prefix}/{older}.md"
+        found = _fields(provider, caller, where)
+        if found is None:
             versions.append({"id": str(older), "href": None, "missing": True, "here": False})
             break
-        current = split_front_matter(text)[0]
+        versions.append(_entry(str(older), where, found, False))
+        older = found.get("supersedes")
     return versions
 
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from afi.errors import Conflict, InvalidPath
 from afi.provider import Caller
 from afi.storage.database import Database
 
+from .fabric.clock import ended_after
 from .fabric.rows import note_from_row
 from .fabric.types import MemoryNote
 from .fabric.vector_bytes import unpack_vector
@@ -120,17 +120,7 @@ def _copy_lineage(src: Space, dst: Space, at: str) -> None:
 
 def _ended_later(note: MemoryNote, at: str, superseded_later: set[str | None]) -> bool:
     """Whether the version's validity was ended after ``at`` (superseded or retired since), not known then."""
-    if note.valid_to is None or note.valid_to <= at:
-        return False
-    if note.id in superseded_later:
-        return True
-    # retired in place: the window was cut when the row was last updated (a cut lands at most 1 ms later)
-    return note.updated_at is not None and note.updated_at > at and note.valid_to <= _plus_ms(note.updated_at)
-
-
-def _plus_ms(moment: str) -> str:
-    later = datetime.fromisoformat(moment.replace("Z", "+00:00")) + timedelta(milliseconds=1)
-    return later.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return ended_after(note.valid_to, note.updated_at, at, True if note.id in superseded_later else None)
 
 
 def _copy_blocks(src: Space, dst: Space) -> int:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import stat as stat_mod
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Database
 
+from ..fabric.clock import ended_after
 from ..fabric.types import MemoryNote
 from ..horizon import horizon
 from ..spaces import SPACE_NAME
@@ -89,20 +89,12 @@ def _as_then(store: Any, scope: Any, notes: list[MemoryNote], as_of: str) -> lis
     later = {n.supersedes for n in store.select_notes(scope, "created_at > ? AND supersedes IS NOT NULL", (as_of,))}
     out = []
     for note in notes:
-        # retired in place since: the window was cut when the row was last updated (at most 1 ms later)
-        cut_later = (note.updated_at is not None and note.valid_to is not None and note.updated_at > as_of
-                     and note.valid_to <= _plus_ms(note.updated_at))  # fmt: skip
-        if note.valid_to is not None and note.valid_to > as_of and (note.id in later or cut_later):
+        if ended_after(note.valid_to, note.updated_at, as_of, True if note.id in later else None):
             note = note.model_copy(update={"valid_to": None})
         if note.status == "legal_hold" and note.forgotten_at is not None and note.forgotten_at > as_of:
             note = note.model_copy(update={"status": "active", "forgotten_at": None})
         out.append(note)
     return out
-
-
-def _plus_ms(stamp: str) -> str:
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(milliseconds=1)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _by(column: str, as_of: str | None) -> str:

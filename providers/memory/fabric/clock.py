@@ -26,7 +26,7 @@ from .rows import NAMED, file_name, iso_now
 from .store import Store
 from .types import MemoryNote, Scope
 
-__all__ = ["chain_head", "retire_at", "scope_now"]
+__all__ = ["chain_head", "ended_after", "retire_at", "scope_now"]
 
 # a stamp further ahead of the wall clock is not a replica's skew but a bad clock: followed, it would
 # date every later write in the future
@@ -68,6 +68,21 @@ def retire_at(now: str, valid_from: str | None) -> str:
     ``/history`` does): its successor starts now, so a write reads back at once, and the scope's clock
     never runs ahead. A row's ``created_at`` is not its start: a bundle may carry any."""
     return now if valid_from is None or now > valid_from else valid_from
+
+
+def ended_after(valid_to: str | None, updated_at: str | None, at: str, succeeded: bool | None) -> bool:
+    """Whether a version's ``valid_to`` was set after the instant ``at``, so that it was not known then.
+
+    ``succeeded`` says whether a successor retired the version: True when one written after ``at``
+    did, False when one written by ``at`` did, None when none did. Without one, a version retired in
+    place (a restore) had its window cut when its row was last updated (:func:`retire_at`: now, or a
+    millisecond later in stores written before it). An end written with the version lies after
+    its updates (an update reaches only a version still valid), so it stays."""
+    if valid_to is None or valid_to <= at or succeeded is False:
+        return False
+    if succeeded:
+        return True
+    return updated_at is not None and updated_at > at and valid_to <= _later(updated_at, timedelta(milliseconds=1))
 
 
 def chain_head(store: Store, scope: Scope, note: MemoryNote) -> MemoryNote:

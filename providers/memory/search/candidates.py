@@ -87,9 +87,9 @@ def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
     # there (as a file server keeps its snapshot folders out of a recursive walk)
     history = is_within(scope, "/history")
     if history or _overlaps(scope, "/facts") or _overlaps(scope, "/procedures"):
-        for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals):
+        for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals, versions=history):
             if history:
-                found.append((f"/history/{id_}.md", "note", rowid))
+                found.append((f"/history/{id_}.md", "reading", (rowid, None)))
             elif valid and name and kind in ("fact", "procedure"):
                 found.append((note_path(kind, name), "note", rowid))
     if _overlaps(scope, "/files"):
@@ -106,11 +106,12 @@ def _at_indexed(space: Space, literals: list[str], scope: str) -> Iterator[Candi
     where = parse_at(scope, space)
     if where is None or not where.segment:
         return
-    for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals, where.at):
-        if where.area == "history":
-            yield f"{where.base}/history/{id_}.md", "note", rowid
+    history = where.area == "history"
+    for rowid, id_, kind, name, valid in space.notes.grep_candidates(literals, where.at, versions=history):
+        if history:
+            yield f"{where.base}/history/{id_}.md", "reading", (rowid, where.at)
         elif valid and name and kind in ("fact", "procedure"):
-            yield f"{where.base}/{'facts' if kind == 'fact' else 'procedures'}/{name}.md", "note", rowid
+            yield f"{where.base}/{'facts' if kind == 'fact' else 'procedures'}/{name}.md", "reading", (rowid, where.at)
 
 
 def _unindexed(space: Space, scope: str, manifest: Callable[[], bytes]) -> Iterator[Candidate]:
@@ -162,10 +163,16 @@ def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
     notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
     files = space.workspace.texts_by_rowid([key for _, source, key in batch if source == "file"])
     versions = at_file_texts(space, [key for _, source, key in batch if source == "version"])
+    readings: dict[tuple[int, str | None], str] = {}
+    for at in {key[1] for _, source, key in batch if source == "reading"}:
+        rowids = [key[0] for _, source, key in batch if source == "reading" and key[1] == at]
+        readings.update({(rowid, at): text for rowid, text in space.notes.read_by_rowid(rowids, at).items()})
     texts: list[str | None] = []
     for path, source, key in batch:
         if source == "note":
             texts.append(notes.get(key))
+        elif source == "reading":
+            texts.append(readings.get(key))
         elif source == "file":
             texts.append(files.get(key))
         elif source == "version":

@@ -7,6 +7,7 @@ version valid now, else at its ``/history`` version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from afi.errors import InvalidPath
@@ -17,7 +18,7 @@ from ..fabric.embedders import hash_tokens
 from ..fabric.render import render_note
 from ..fabric.types import ExplainRow, RecallHit
 from ..ledger.conversation import episode_recall
-from ..tree.at import AT_AREAS, AT_ROOT, parse_at
+from ..tree.at import AT_AREAS, AT_ROOT, AtPath, parse_at
 from ..tree.locate import note_path
 from .cursor import decode_cursor, encode_cursor
 
@@ -36,7 +37,10 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     if not query.semantic.strip():
         raise InvalidPath("the semantic query is empty: ask a question")
     if is_within(scope, AT_ROOT):
-        return semantic_matches(_at_rows(space, request, scope), request, scope, limit)
+        where = parse_at(scope, space)
+        if where is None or not where.segment:
+            return semantic_matches([], request, scope, limit)
+        return semantic_matches(_at_rows(space, request, where), request, scope, limit, _reading(space, where.at))
     kinds = request.kinds or _kinds_for_scope(scope)
     note_kinds = [k for k in kinds if k != "episode"]
     pairs: list[tuple[RecallHit, ExplainRow]] = []
@@ -55,17 +59,14 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     for hit, explain in pairs:
         current = hit.name is not None and current_ids.get((hit.kind, hit.name)) == hit.id
         rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
-    return semantic_matches(rows, request, scope, limit)
+    return semantic_matches(rows, request, scope, limit, _reading(space, None))
 
 
-def _at_rows(space: Space, request: SearchRequest, scope: str) -> list[tuple[RecallHit, dict[str, object], str]]:
-    """Semantic search inside ``/.afi/at/<instant>``: recall as of the instant, of the notes written by
-    then, each at its path in that instant's tree (its ``history`` folder when the scope is there)."""
+def _at_rows(space: Space, request: SearchRequest, where: AtPath) -> list[tuple[RecallHit, dict[str, object], str]]:
+    """Semantic search inside ``/.afi/at/<instant>`` (``where``): recall as of the instant, of the notes
+    written by then, each at its path in that instant's tree (its ``history`` folder when the scope is there)."""
     query = request.query
     assert isinstance(query, SemanticQuery)
-    where = parse_at(scope, space)
-    if where is None or not where.segment:
-        return []
     kind = AT_AREAS.get(where.area) if where.area else None
     kinds = [kind] if kind else ["fact", "procedure"]
     result = space.fabric.recall(query.semantic, kinds=kinds, as_of=where.at, top_k=32, budget=request.budget,
@@ -97,9 +98,15 @@ def _kinds_for_scope(scope: str) -> list[str]:
 
 
 def semantic_matches(
-    hits: list[tuple[RecallHit, dict[str, object], str]], request: SearchRequest, scope: str, limit: int
+    hits: list[tuple[RecallHit, dict[str, object], str]],
+    request: SearchRequest,
+    scope: str,
+    limit: int,
+    front_lines: Callable[[RecallHit, str], int] | None = None,
 ) -> MatchPage:
-    """Given recall hits with their explain rows and tree paths, return a page ordered by score."""
+    """Given recall hits with their explain rows and tree paths, return a page ordered by score; a
+    line is numbered after the ``front_lines(hit, path)`` lines the note's text puts before its
+    content there (by default, those of its stored rendering)."""
     query = request.query
     assert isinstance(query, SemanticQuery)
     position = decode_cursor("semantic", request.cursor)
@@ -116,7 +123,7 @@ def semantic_matches(
             continue
         line, best = _best_line(hit.content, query.semantic)
         text = best if len(best) <= 256 else best[:255] + "…"
-        line += 0 if path.startswith("/files/") else _content_line(hit)
+        line += 0 if path.startswith("/files/") else (front_lines or _content_line)(hit, path)
         ranked.append(Match(path=path, line=line, text=text, score=score, x_explain=explain, x_id=hit.id,
                             x_kind=hit.kind))  # fmt: skip
     page = ranked[start : start + limit]
@@ -136,12 +143,26 @@ def _best_line(content: str, question: str) -> tuple[int, str]:
     return -index + 1, lines[-index]
 
 
-def _content_line(hit: RecallHit) -> int:
-    """How many lines the note's Markdown puts before its content (the front matter), so a line of the
-    content is numbered as exact search numbers it in the same document."""
-    rendered = render_note(hit)
+def _content_line(hit: RecallHit, path: str, text: str | None = None) -> int:
+    """How many lines the note's Markdown (``text``, by default its stored rendering) puts before its
+    content (the front matter), so a line of the content is numbered as exact search numbers it in
+    the same document."""
+    rendered = render_note(hit) if text is None else text
     body = hit.content if hit.content.endswith("\n") else hit.content + "\n"
     return rendered[: len(rendered) - len(body)].count("\n")
+
+
+def _reading(space: Space, at: str | None) -> Callable[[RecallHit, str], int]:
+    """The front lines of a hit as its path shows it: a version of ``/history`` as it reads now, one of
+    ``/.afi/at/<instant>`` (``at``) as it read then (:mod:`..tree.versions`), else as stored."""
+
+    def front_lines(hit: RecallHit, path: str) -> int:
+        if at is None and not is_within(path, "/history"):
+            return _content_line(hit, path)
+        found = space.notes.version(hit.id, at)
+        return _content_line(hit, path, None if found is None else found[1])
+
+    return front_lines
 
 
 def hit_path(hit: RecallHit, current: bool) -> str:

@@ -11,9 +11,11 @@ in the paths as it was typed; ``/.afi/at`` lists the snapshots. Beneath it:
 - ``files/<path>``: the workspace as it stood then, from the files' kept versions (:mod:`.at_files`).
 - ``sessions/<id>.md`` and ``episodes/<id>.md``: the ledger up to then (:mod:`.at_ledger`).
 
-A version reads as it is stored, its front matter whole (a ``valid_to`` set when it was superseded
-later shows too). Search reaches these paths like any other (:mod:`..search`). Working blocks keep no
-past of their own yet.
+A version reads as it stood then (:mod:`.versions`): its ``status`` is what it was at that instant,
+and what later writes gave its row (a ``valid_to`` set by a successor or a restore since, an
+``updated_at`` or ``ingested_at`` after the instant) is left out; an end it was written with stays.
+Search reaches these paths like any other and greps that same text (:mod:`..search`). Working blocks
+keep no past of their own yet.
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def _note(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
 
 
 def at_text(space: Space, where: AtPath, path: str) -> tuple[Entry, str]:
-    """A note of an instant: its entry (read-only) and its stored rendering."""
+    """A note of an instant: its entry (read-only) and its text as it read then."""
     if not where.name:
         raise InvalidPath("this is a folder, not a file: list it instead of reading it", path=path)
     if where.area == AT_FILES:

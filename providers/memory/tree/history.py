@@ -1,5 +1,6 @@
-"""``/history``: every stored version of every note, by id, read-only (superseded and expired included),
-and ``files/``, every kept version of every workspace file (:mod:`.history_files`)."""
+"""``/history``: every stored version of every note, by id, read-only (superseded and expired included,
+each saying so: :mod:`.versions`), and ``files/``, every kept version of every workspace file
+(:mod:`.history_files`)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class HistoryArea(Area):
 
 
 def version_text(space: Space, path: str, note_id: str) -> tuple[Entry, str]:
-    """One stored version's entry (read-only) and rendering."""
+    """One stored version's entry (read-only) and its text as it reads now."""
     found = space.notes.version(note_id)
     if found is None:
         raise NotFound("no such note", path=path)

@@ -4,14 +4,16 @@ The fabric owns the table; the tree only reads it, scoped to one (tenant, resour
 listing of 100k notes is a paged index scan and never loads every note. SQL is written once where the
 engines agree; where they differ (a glob, a note's size in bytes, the latest version of each name, the
 trigram index grep asks) each engine's is said: a listing's glob, SQLite ``GLOB`` syntax, becomes a
-PostgreSQL regex (:func:`glob_regex`), and grep's literals ``ILIKE`` patterns (:mod:`afi.storage.pg_trigram`).
+PostgreSQL regex (:func:`.pg_glob.glob_regex`), and grep's literals ``ILIKE`` patterns
+(:mod:`afi.storage.pg_trigram`). A version read in ``/history`` or at an instant reads as it is then
+(:mod:`.versions`): its row comes with what decides that.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +24,8 @@ from afi.storage.trigram import trigram_query
 
 from ..fabric.clock import scope_now
 from ..fabric.types import Scope
+from .pg_glob import glob_regex
+from .versions import Facts, Shown, facts_sql, shown, widening
 
 __all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
 
@@ -62,10 +66,28 @@ class NoteRow:
     size: int
     created_at: str
     mtime: str
+    mark: str = ""  # how its reading differs from the stored text (.versions.Shown.mark)
 
     @property
     def etag(self) -> str:
-        return f'"n{self.id}-{self.seq}"'
+        return f'"n{self.id}-{self.seq}{"-" + self.mark if self.mark else ""}"'
+
+
+def _shown_row(values: tuple[object, ...], at: str, past: bool) -> tuple[NoteRow, Shown]:
+    """A row read with its facts (``…, valid_from, valid_to, successor``) as it reads at ``at``, and how."""
+    id_, kind, name, path, seq, size, created, updated, ingested, valid_from, valid_to, successor = values[:12]
+    how = shown(Facts(_text(valid_from), _text(valid_to), _text(ingested), _text(updated), _text(successor)), at,
+                past=past)  # fmt: skip
+    if how.as_stored:
+        return _row(values[:9]), how
+    row = NoteRow(str(id_), str(kind), _text(name), _text(path), int(seq or 0),  # type: ignore[call-overload]
+                  how.size(int(size or 0)),  # type: ignore[call-overload]
+                  str(created), how.mtime(str(created), _text(updated), _text(ingested)), how.mark)  # fmt: skip
+    return row, how
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _row(values: tuple[object, ...]) -> NoteRow:
@@ -82,6 +104,18 @@ def _row(values: tuple[object, ...]) -> NoteRow:
     )
 
 
+def _and(condition: str, table: str) -> str:
+    """`` AND condition`` with its table prefix filled in ("" for none)."""
+    return f" AND {condition.format(t=table)}" if condition else ""
+
+
+def _read_as(values: tuple[object, ...], at: str, past: bool) -> tuple[NoteRow, str]:
+    """A row read with its facts and its rendering (the last column), and its text, as it reads at ``at``."""
+    row, how = _shown_row(values[:-1], at, past)
+    text = how.text(str(values[-1]))
+    return (row if how.as_stored else replace(row, size=len(text.encode()))), text
+
+
 def rendered_etag(rendered: str) -> str:
     return '"w' + hashlib.sha256(rendered.encode()).hexdigest()[:20] + '"'
 
@@ -94,6 +128,7 @@ class NotesView:
         self._pg = database.dialect == "postgresql"
         self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
         self._rendered = _RENDERED[database.dialect]
+        self._facts = facts_sql(database.dialect)
         self._scope_id = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
@@ -126,9 +161,10 @@ class NotesView:
         if matching is None:
             return []
         # Written out per case (no ``:after IS NULL OR …``) so SQLite reads the file-name index from the cursor on.
+        facts = "" if at is None else f", {self._facts}"  # now, a version valid reads as stored
         sql = (
-            f"SELECT {self._columns} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}{_written(at)} "
-            "AND name IS NOT NULL"
+            f"SELECT {self._columns}{facts} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
+            f"{_written(at)} AND name IS NOT NULL"
             + (" AND name || '.md' > :after" if after is not None else "")
             + matching[0]
             + " ORDER BY name || '.md' LIMIT :limit"
@@ -141,40 +177,50 @@ class NotesView:
             "glob": matching[1],
             "limit": limit,
         }
-        return [_row(r) for r in self._rows(sql, args)]
+        rows = self._rows(sql, args)
+        return [_row(r) for r in rows] if at is None else [_shown_row(r, at, True)[0] for r in rows]
 
     def list_history(self, *, after: str | None, glob: str | None, limit: int, at: str | None = None) -> list[NoteRow]:
-        """Every stored version (superseded and expired included; held and forgotten left out), by id;
-        with ``at``, those written by then."""
+        """Every stored version (superseded and expired included; held and forgotten left out), by id,
+        each as it reads now (:mod:`.versions`); with ``at``, those written by then, as they read then."""
         written = "" if at is None else " AND created_at <= :at"
+        columns = f"{self._columns}, {self._facts}"
         if not self._pg:
             sql = (
-                f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'{written} "
+                f"SELECT {columns} FROM notes WHERE {self._where} AND status = 'active'{written} "
                 "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
                 "ORDER BY id || '.md' LIMIT :limit"
             )
             args = {**self._scope, "after": after, "glob": glob, "limit": limit, "at": at}
-            return [_row(r) for r in self._rows(sql, args)]
-        matching = self._glob("id || '.md'", glob)
-        if matching is None:
-            return []
-        sql = (
-            f"SELECT {self._columns} FROM notes WHERE {self._where} AND status = 'active'{written}"
-            + (" AND id || '.md' > :after" if after is not None else "")
-            + matching[0]
-            + " ORDER BY id || '.md' LIMIT :limit"
-        )
-        args = {**self._scope, "after": after, "glob": matching[1], "limit": limit, "at": at}
-        return [_row(r) for r in self._rows(sql, args)]
+        else:
+            matching = self._glob("id || '.md'", glob)
+            if matching is None:
+                return []
+            sql = (
+                f"SELECT {columns} FROM notes WHERE {self._where} AND status = 'active'{written}"
+                + (" AND id || '.md' > :after" if after is not None else "")
+                + matching[0]
+                + " ORDER BY id || '.md' LIMIT :limit"
+            )
+            args = {**self._scope, "after": after, "glob": matching[1], "limit": limit, "at": at}
+        rows = self._rows(sql, args)
+        when = at or self.present()
+        return [_shown_row(r, when, at is not None)[0] for r in rows]
 
     def current(self, kind: str, name: str, at: str | None = None) -> tuple[NoteRow, str] | None:
-        """The note of ``kind`` named ``name`` valid now (or at ``at``), with its rendering."""
+        """The note of ``kind`` named ``name`` valid now, with its rendering; or valid at ``at``, with its
+        text as it read then (:mod:`.versions`)."""
+        facts = "" if at is None else f", {self._facts}"
         sql = (
-            f"SELECT {self._columns}, {self._rendered} FROM notes WHERE {self._where} AND kind = :kind "
+            f"SELECT {self._columns}{facts}, {self._rendered} FROM notes WHERE {self._where} AND kind = :kind "
             f"AND name IS NOT NULL AND name || '.md' = :file AND {_VALID_NOW}{_written(at)} ORDER BY seq DESC LIMIT 1"
         )
         found = self._rows(sql, {**self._scope, "kind": kind, "file": name + ".md", "now": at or self.present()})
-        return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
+        if not found:
+            return None
+        if at is None:
+            return _row(found[0][:-1]), str(found[0][-1])
+        return _read_as(found[0], at, True)
 
     def current_ids(self, names: Sequence[tuple[str, str]], at: str | None = None) -> dict[tuple[str, str], str]:
         """Given (kind, name) pairs, return the id of the version of each valid now, or at ``at``
@@ -214,24 +260,30 @@ class NotesView:
         return sql, args
 
     def version(self, note_id: str, at: str | None = None) -> tuple[NoteRow, str] | None:
-        """One stored version by id (for /history; with ``at``, only if written by then), with its rendering."""
+        """One stored version by id (for /history; with ``at``, only if written by then), with its text
+        as it reads now, or then (:mod:`.versions`)."""
         written = "" if at is None else " AND created_at <= :at"
         sql = (
-            f"SELECT {self._columns}, {self._rendered} FROM notes "
+            f"SELECT {self._columns}, {self._facts}, {self._rendered} FROM notes "
             f"WHERE {self._where} AND status = 'active' AND id = :id{written}"
         )
         found = self._rows(sql, {**self._scope, "id": note_id, "at": at})
-        return None if not found else (_row(found[0][:-1]), str(found[0][-1]))
+        if not found:
+            return None
+        windowed = found[0][9] is not None or found[0][10] is not None  # else it reads as stored at any time
+        return _read_as(found[0], at or (self.present() if windowed else ""), at is not None)
 
     def count_current(self, kind: str) -> int:
         sql = f"SELECT count(*) FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
         return int(self._rows(sql, {**self._scope, "kind": kind, "now": self.present()})[0][0])
 
     def grep_candidates(
-        self, literals: list[str], at: str | None = None
+        self, literals: list[str], at: str | None = None, *, versions: bool = False
     ) -> Iterator[tuple[int, str, str, str | None, bool]]:
         """Yield (rowid, id, kind, name, valid_now) of active notes whose rendering may match; with
-        ``at``, of those written by then, and whether each was valid then.
+        ``at``, of those written by then, and whether each was valid then. With ``versions`` (a search
+        of ``/history``), also the versions whose text may match only in a line their reading adds
+        (``status: superseded``, ``superseded_by: <id>``: :func:`.versions.widening`).
 
         With literals (each of three characters or more) the trigram index drives the query, and the
         rows are those that may hold every literal in any case. In SQLite that is the FTS5 table (a
@@ -239,24 +291,52 @@ class NotesView:
         PostgreSQL one ``ILIKE`` per literal, which the ``gin_trgm_ops`` index serves. With none, every
         active note of the scope is a candidate. Texts are loaded separately, page by page.
         """
-        valid = _valid_now()
-        where = f"{self._where} AND status = 'active'{_written(at)}"
         args: dict[str, Any] = {**self._scope, "now": at or self.present()}
+        found = self._rows(*self._grep_query(literals, at, "", args))
+        wider = widening(literals) if versions and literals else None
+        if wider is not None:
+            rest, ids = wider
+            seen = {row[0] for row in found}
+            extra = self._grep_query(rest, at, self._retired(ids, args), args)
+            found += [row for row in self._rows(*extra) if row[0] not in seen]
+        for rowid, id_, kind, name, is_valid in found:
+            yield int(rowid), str(id_), str(kind), None if name is None else str(name), bool(is_valid)
+
+    def _retired(self, ids: list[str], args: dict[str, Any]) -> str:
+        """The condition (over ``{t}``, the table's prefix) of a version whose reading may add a line
+        holding a literal: one with an end or a start (its status), or, given ``ids``, one whose
+        successor's id holds one of them (its ``superseded_by``)."""
+        if not ids:
+            return "({t}valid_to IS NOT NULL OR {t}valid_from > :now)"
+        likes = " OR ".join(f"s.id LIKE :id{i}" for i in range(len(ids)))
+        args.update({f"id{i}": f"%{piece}%" for i, piece in enumerate(ids)})
+        return (
+            "{t}valid_to IS NOT NULL AND {t}id IN (SELECT s.supersedes FROM notes s WHERE s.tenant_id = :t "
+            f"AND s.resource_id = :r AND s.thread_id = :h AND s.supersedes IS NOT NULL AND ({likes}))"
+        )
+
+    def _grep_query(
+        self, literals: list[str], at: str | None, extra: str, args: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """The candidates query for ``literals``, narrowed by the condition ``extra`` (over ``{t}``)."""
+        valid = _valid_now()
+        args = dict(args)
         if literals and self._pg:
             likes = "".join(f" AND {ilike(self._rendered, f':l{i}')}" for i in range(len(literals)))
-            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}"
             args.update({f"l{i}": like_pattern(literal) for i, literal in enumerate(literals)})
-        elif literals:
+            where = f"{self._where} AND status = 'active'{_written(at)}{likes}"
+            return f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{_and(extra, '')}", args
+        if literals:
+            args["expr"] = trigram_query(literals)
+            where = f"{self._where} AND status = 'active'{_written(at)}"
             sql = (
                 f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
                 "CROSS JOIN notes n ON n.rowid = t.rowid "
-                f"WHERE notes_trigram MATCH :expr AND {where}"
+                f"WHERE notes_trigram MATCH :expr AND {where}{_and(extra, 'n.')}"
             )
-            args["expr"] = trigram_query(literals)
-        else:
-            sql = f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}"
-        for rowid, id_, kind, name, is_valid in self._rows(sql, args):
-            yield int(rowid), str(id_), str(kind), None if name is None else str(name), bool(is_valid)
+            return sql, args
+        where = f"{self._where} AND status = 'active'{_written(at)}"
+        return f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{_and(extra, '')}", args
 
     def rendered_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The renderings of the given rows (rows deleted since are simply absent)."""
@@ -274,73 +354,24 @@ class NotesView:
             rows = conn.execute(sql, [*rowids, *scope]).fetchall()
         return {int(rowid): str(rendered) for rowid, rendered in rows}
 
+    def read_by_rowid(self, rowids: list[int], at: str | None) -> dict[int, str]:
+        """The texts of the given versions as they read now (``at`` None: in ``/history``) or at the
+        instant ``at`` (:mod:`.versions`); rows deleted since are absent."""
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        plus = "" if self._pg else "+"
+        sql = (
+            f"SELECT {self._columns}, {self._facts}, {self._rendered}, rowid FROM notes WHERE rowid IN ({marks}) "
+            f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
+        )
+        scope = (self._scope["t"], self._scope["r"], self._scope["h"])
+        with self._db.read() as conn:
+            rows = conn.execute(sql, [*rowids, *scope]).fetchall()
+        when = at or self.present()
+        return {int(row[-1]): _read_as(row[:-1], when, at is not None)[1] for row in rows}
+
     def change_token(self) -> int:
         """The scope's latest change seq: grows with every note write, so cached candidates can be checked."""
         sql = f"SELECT MAX(seq) FROM note_changes WHERE {self._where}"
         return int(self._rows(sql, self._scope)[0][0] or 0)
-
-
-def glob_regex(glob: str) -> str | None:
-    """Given a listing's glob in SQLite ``GLOB`` syntax, return the PostgreSQL regex (``~``) that matches
-    the same names, or None when the glob matches none (an unclosed ``[``).
-
-    ``*`` is any run of characters, ``?`` one character, ``[…]`` one character of a class (``^`` first
-    negates it, ``]`` first is a member, ``a-z`` a range); anything else stands for itself, with no
-    escape character. The regex is anchored at both ends and spells every character but an ASCII letter
-    or digit as a ``\\U`` escape, so no name can be read as regex syntax.
-    """
-    out = ["^"]
-    i, n = 0, len(glob)
-    while i < n:
-        ch = glob[i]
-        i += 1
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            found = _glob_class(glob, i)
-            if found is None:
-                return None
-            text, i = found
-            out.append(text)
-        else:
-            out.append(_literal(ch))
-    out.append("$")
-    return "".join(out)
-
-
-def _glob_class(glob: str, i: int) -> tuple[str, int] | None:
-    """The class that opens before ``i`` as a regex bracket expression, and where the glob goes on;
-    None when it is never closed. Read as SQLite reads it: a ``-`` between two characters makes a
-    range (empty when reversed: its first character stays a member), and ends the run it closes."""
-    n = len(glob)
-    negate = i < n and glob[i] == "^"
-    i += 1 if negate else 0
-    spans: list[tuple[str, str]] = []
-    if i < n and glob[i] == "]":
-        spans.append(("]", "]"))
-        i += 1
-    prior: str | None = None
-    while i < n and glob[i] != "]":
-        ch = glob[i]
-        i += 1
-        if ch == "-" and prior is not None and i < n and glob[i] != "]":
-            spans.append((prior, glob[i]))
-            prior = None
-            i += 1
-        else:
-            spans.append((ch, ch))
-            prior = ch
-    if i >= n:
-        return None
-    items = "".join(_code(low) + ("" if low == high else "-" + _code(high)) for low, high in spans if low <= high)
-    return ("[^" if negate else "[") + items + "]", i + 1
-
-
-def _literal(ch: str) -> str:
-    return ch if ch.isascii() and ch.isalnum() else _code(ch)
-
-
-def _code(ch: str) -> str:
-    return f"\\U{ord(ch):08X}"
