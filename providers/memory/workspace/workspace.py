@@ -20,7 +20,7 @@ from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Too
 from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
-from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex
+from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex, Opened
 from .filestat import FileStat, file_stat
 from .jail import FileJail
 from .quota import WorkspaceLimits, check_limits, size_after
@@ -352,6 +352,14 @@ class Workspace:
     def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The indexed texts of the given rows."""
         return self.index.texts_by_rowid(rowids)
+
+    def unindexed(self) -> list[tuple[int, str]]:
+        """Return (rowid, workspace path) of the files grep reads from disk (their text is not indexed)."""
+        return self.index.unindexed()
+
+    def opened(self, rel: str) -> contextlib.AbstractContextManager[Opened | None]:
+        """The file ``rel`` open for reading (None when gone or never read), closed afterwards."""
+        return self.index.opened(rel)
 
     def change_token(self) -> int:
         """Grows with every change to this space's file index."""
