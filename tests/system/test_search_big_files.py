@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from afi.providers.memory.workspace.file_index import REFRESH_SECONDS
+from tests.support.cli import afi
 from tests.support.doors import Doors, served_doors
 from tests.support.fuse import Mount, afi_mount, needs_fuse
 from tests.support.mcp import run, sdk
@@ -167,7 +168,7 @@ def test_the_mounts_search_file_finds_the_needles(served: Doors) -> None:
 def test_a_file_past_one_pages_budget_is_searched_page_after_page(served: Doors) -> None:
     """300 MB (a sparse file: one line of NULs, the needle at its end) is over one page's 128 MiB:
     each door's first page says ``x-truncated`` (where it stopped, what is left) and a cursor; the
-    cursors lead to the needle; the SSH grep follows them and finds it as GNU grep does."""
+    cursors lead to the needle; the SSH grep and ``afi search`` follow them and find it."""
     size = 300_000_000
     huge = served.root / "default" / "huge" / "sparse.bin"
     huge.parent.mkdir()
@@ -196,6 +197,9 @@ def test_a_file_past_one_pages_budget_is_searched_page_after_page(served: Doors)
 
         counted = _ssh(served, "grep -c " + NEEDLE.decode() + " /files/huge/sparse.bin")
         assert (counted.returncode, counted.stdout) == (0, b"1\n"), counted.stderr
+        cli = afi("search", NEEDLE.decode(), "--path", "/files/huge", db=served.db)
+        assert (cli.returncode, cli.stdout.split(":")[:2]) == (0, ["/files/huge/sparse.bin", "1"]), cli.stderr
+
         plain = _ssh(served, "grep " + NEEDLE.decode() + " /files/huge/sparse.bin")
         assert (plain.returncode, plain.stdout) == (0, b"")
         assert plain.stderr == b"grep: /files/huge/sparse.bin: binary file matches\n"
