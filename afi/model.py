@@ -31,6 +31,7 @@ __all__ = [
     "SearchQuery",
     "SearchRequest",
     "SemanticQuery",
+    "Truncated",
     "dump",
     "query_mode",
     "rfc3339",
@@ -114,11 +115,28 @@ class Match(_Wire):
     x_kind: str | None = Field(default=None, alias="x-kind")
 
 
+class Truncated(_Wire):
+    """Ours, as ``x-truncated`` on a page of ``search``: the page's work budget ran out (``reason``:
+    ``"time"`` or ``"bytes"``) before it held ``limit`` matches or reached the end. Searched so far:
+    ``line`` lines of ``path`` (``offset`` bytes into it); not yet: the rest of it and the documents
+    after it, ``remaining`` in all, ``path`` included. ``next_cursor`` goes on from there.
+    ``"index"``: files put on disk behind the store's back from ``path`` on are not indexed yet (each
+    page indexes a slice of them); ``remaining`` counts the indexed documents from there, and the next
+    pages search the rest as they index it."""
+
+    reason: Literal["time", "bytes", "index"]
+    path: str
+    line: int
+    offset: int
+    remaining: int
+
+
 class MatchPage(_Wire):
-    """One page of ``search``."""
+    """One page of ``search``; ``x-truncated`` when its work budget cut it short."""
 
     matches: list[Match]
     next_cursor: str | None = None
+    x_truncated: Truncated | None = Field(default=None, alias="x-truncated")
 
 
 class RegexQuery(_Wire):

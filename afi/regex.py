@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import re2
 
@@ -78,6 +78,11 @@ class Budget:
     def spent(self) -> bool:
         return self.charged and (self.left <= 0 or time.monotonic() >= self.deadline)
 
+    @property
+    def reason(self) -> Literal["bytes", "time"]:
+        """Once spent, which limit ran out: ``"bytes"`` or ``"time"``."""
+        return "bytes" if self.left <= 0 else "time"
+
 
 @dataclass(frozen=True)
 class Paused:
@@ -106,9 +111,14 @@ class Regex:
         block's leftmost match start matches. A block match may cross lines: the caller checks
         that line on its own. Patterns with ``\\A``, ``\\z`` or a ``-m`` flag give -2.
         """
+        return self.block_at(data, 0, len(data))
+
+    def block_at(self, data: bytes, start: int, end: int) -> int:
+        """As :meth:`first_in_block`, over the whole lines ``data[start:end]`` (``start`` at a line's
+        start, ``end`` at one's end) of a larger buffer, whose other bytes are read as context only."""
         if self.block is None:
             return -2
-        return int(self.block.Match(_UNANCHORED, data, 0, len(data))[0][0])
+        return int(self.block.Match(_UNANCHORED, data, start, end)[0][0])
 
     def find(self, line: str) -> int:
         """The 0-based column of the first match in ``line``, or -1 (the whole line, with no budget)."""
@@ -143,18 +153,33 @@ class Regex:
         charged per window; when it is spent and windows remain, :class:`Paused` is returned.
         """
         data = line.encode("utf-8", "surrogatepass")
-        size = len(data)
+        at = self.first_in(data, start, len(data), budget)
+        if isinstance(at, Paused) or at < 0 or line.isascii():
+            return at
+        return len(data[:at].decode("utf-8", "surrogatepass"))
+
+    def first_in(self, data: bytes, start: int, end: int, budget: Budget | None = None) -> int | Paused:
+        """Given the bytes of one line, return the byte offset of the leftmost match lying within
+        ``data[start:end]``, or -1.
+
+        Bytes of ``data`` outside ``start:end`` are context only (``^``, ``$`` and ``\\b`` read them), so
+        a piece of a longer line can be searched with a few of its neighbours. The piece is matched in
+        windows of :data:`WINDOW` bytes overlapping by :data:`OVERLAP`; the ``budget`` is charged per
+        window, and :class:`Paused` (where to resume) is returned when it is spent and windows remain.
+        Invalid UTF-8 matches no character (as GNU grep's encoding errors: not even ``.``).
+        """
+        size = min(end, len(data))
         pos = _boundary(data, min(max(start, 0), size))
         while True:
-            end = size if size - pos <= WINDOW else _boundary(data, pos + WINDOW)
-            at = self.compiled.Match(_UNANCHORED, data, pos, end)[0][0]
+            stop = size if size - pos <= WINDOW else _boundary(data, pos + WINDOW)
+            at = self.compiled.Match(_UNANCHORED, data, pos, stop)[0][0]
             if budget is not None:
-                budget.charge(end - pos)
+                budget.charge(max(stop - pos, 1))
             if at >= 0:
-                return at if line.isascii() else len(data[:at].decode("utf-8", "surrogatepass"))
-            if end >= size:
+                return int(at)
+            if stop >= size:
                 return -1
-            pos = _boundary(data, end - OVERLAP)
+            pos = _boundary(data, stop - OVERLAP)
             if budget is not None and budget.spent:
                 return Paused(pos)
 

@@ -30,6 +30,7 @@ from ..model import (
     ReadResult,
     SearchQuery,
     SearchRequest,
+    Truncated,
     dump,
     rfc3339,
 )
@@ -250,6 +251,7 @@ def _page(answer: bytes) -> MatchPage:
     """Given the control file's NDJSON answer, return the page of matches (or raise its error)."""
     matches: list[Match] = []
     cursor: str | None = None
+    truncated: Truncated | None = None
     for line in answer.decode("utf-8").split("\n"):
         if not line:
             break
@@ -258,6 +260,7 @@ def _page(answer: bytes) -> MatchPage:
             raise error_from_dict(item["error"])
         if "next_cursor" in item and "path" not in item:
             cursor = item["next_cursor"]
+            truncated = Truncated.model_validate(item["x-truncated"]) if "x-truncated" in item else None
             continue
         matches.append(Match.model_validate(item))
-    return MatchPage(matches=matches, next_cursor=cursor)
+    return MatchPage(matches=matches, next_cursor=cursor, x_truncated=truncated)

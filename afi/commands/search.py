@@ -2,6 +2,8 @@
 
 Opens the store as the local owner, runs the provider's one ``search`` verb and prints one match per
 line (``path:line: text``, with the score in semantic and conversation modes), or the page as JSON.
+Pages are followed until ``--limit`` matches or the end, so a page that its work budget cut short
+(a big file) never ends the answer early.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def search(
     """Search the space: exact text (default), --regex, --semantic, or --conversation SESSION."""
     with afi_errors():
         from afi.app.local import local_owner, open_provider
-        from afi.model import ConversationQuery, RegexQuery, SearchRequest, SemanticQuery, dump
+        from afi.model import ConversationQuery, MatchPage, RegexQuery, SearchRequest, SemanticQuery, dump
 
         if sum((regex, semantic, conversation is not None)) > 1:
             raise InvalidPath("choose one of --regex, --semantic, --conversation")
@@ -48,6 +50,12 @@ def search(
             q = ConversationQuery(conversation=query, session=conversation)
         provider = open_provider(*resolve_store(db, root))
         page = provider.search(local_owner(space), SearchRequest(query=q, path=path, limit=limit))
+        while page.next_cursor and len(page.matches) < limit:
+            more = provider.search(
+                local_owner(space),
+                SearchRequest(query=q, path=path, limit=limit - len(page.matches), cursor=page.next_cursor),
+            )
+            page = MatchPage(matches=page.matches + more.matches, next_cursor=more.next_cursor)
         if as_json:
             typer.echo(json.dumps(dump(page), indent=2))
             return

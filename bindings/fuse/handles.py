@@ -42,8 +42,8 @@ SEARCH_USAGE = (
     b"afi search: on one open handle, write a JSON request such as\n"
     b'  {"query": "word", "path": "/facts", "limit": 100}\n'
     b'  {"query": {"regex": "^dea?l", "flags": "i"}}   {"query": {"semantic": "what does alice drink"}}\n'
-    b'then read from offset 0: one JSON match per line, a {"next_cursor": ...} line when more remain,\n'
-    b"and an empty line at the end.\n"
+    b'then read from offset 0: one JSON match per line, a {"next_cursor": ...} line when more remain\n'
+    b'(with "x-truncated" when the page\'s work budget ran out first), and an empty line at the end.\n'
 )
 
 
@@ -274,8 +274,12 @@ class Handles:
 
 
 def render_matches(page: MatchPage) -> bytes:
-    """Given a page of matches, return NDJSON: one match per line, the cursor when more remain, ``\\n``."""
+    """Given a page of matches, return NDJSON: one match per line, the cursor when more remain (with
+    ``x-truncated`` when the budget cut the page short), ``\\n``."""
     lines = [json.dumps(dump(match), ensure_ascii=False) for match in page.matches]
     if page.next_cursor:
-        lines.append(json.dumps({"next_cursor": page.next_cursor}))
+        more: dict[str, Any] = {"next_cursor": page.next_cursor}
+        if page.x_truncated is not None:
+            more["x-truncated"] = dump(page.x_truncated)
+        lines.append(json.dumps(more, ensure_ascii=False))
     return ("\n".join(lines) + ("\n" if lines else "") + "\n").encode()

@@ -4,11 +4,15 @@ Patterns are GNU's: basic regular expressions by default (``-G``), extended with
 strings with ``-F``. A pattern without regex syntax (and without ``-i``/``-w``) is sent as an
 ``exact`` query; anything else becomes a ``regex`` query, so every file search is an index lookup.
 Input from a pipe is filtered here, line by line, with the provider's matcher (:mod:`afi.regex`:
-RE2, linear time). Output is ``path:line:text`` as GNU grep's.
+RE2, linear time). Output is ``path:line:text`` as GNU grep's, every page of the search followed, so
+nothing a page's work budget left for the next is missed. A binary file (a NUL, or bytes that are
+not UTF-8) that matches is told on stderr as GNU grep 3.8 does, ``grep: FILE: binary file matches``;
+``-c``, ``-l`` and ``-q`` treat it as any file.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -18,8 +22,9 @@ from afi.errors import AfiError, InvalidPath
 from afi.model import Match
 from afi.regex import compile_regex
 
-from .base import Io, iter_lines, read_operand
+from .base import Io, iter_lines
 from .cmds import split_flags
+from .grep_lines import BINARY_PEEK, LineReader, is_binary, looks_binary, printable
 
 if TYPE_CHECKING:
     from .shell import Shell
@@ -149,13 +154,25 @@ def grep(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
 
 
 def _grep_stream(io: Io, test: Callable[[str], bool], opts: _Options) -> Generator[bytes, None, bool]:
-    count = 0
-    for number, raw in enumerate(iter_lines(io.stdin), start=1):
+    lines = iter_lines(io.stdin)
+    head: list[bytes] = []
+    size = 0
+    for raw in lines:  # GNU grep judges its input by the first buffer it reads
+        head.append(raw)
+        size += len(raw)
+        if size >= BINARY_PEEK:
+            break
+    binary, told, count = looks_binary(b"".join(head), final=False), False, 0
+    for number, raw in enumerate(itertools.chain(head, lines), start=1):
         line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
         if not test(line):
             continue
         count += 1
-        if opts.quiet or opts.files_only or opts.count:
+        if opts.quiet or opts.files_only or opts.count or told:
+            continue
+        if binary or not printable(raw.rstrip(b"\n")):
+            told = True
+            io.errors.append("grep: (standard input): binary file matches\n")
             continue
         yield (f"{number}:" if opts.number else "").encode() + line.encode("utf-8", "surrogateescape") + b"\n"
     if opts.files_only and count and not opts.quiet:
@@ -181,7 +198,9 @@ def _grep_operand(
         return operand.rstrip("/") + rest if operand.rstrip("/") else rest
 
     counts: dict[str, int] = {}
-    full: dict[str, list[str]] = {}
+    lines = LineReader(shell, max(shell.output_cap, shell.write_cap))
+    peeked: dict[str, bool] = {}
+    binary: set[str] = set()
     for match in _matches(shell, query, scope):
         counts[match.path] = counts.get(match.path, 0) + 1
         if opts.quiet:
@@ -190,11 +209,15 @@ def _grep_operand(
             if counts[match.path] == 1:
                 yield (shown(match.path) + "\n").encode()
             continue
-        if opts.count:
+        if opts.count or match.path in binary:
             continue
-        text = _whole_line(shell, match, full)
+        line = _whole_line(match, lines)
+        if is_binary(shell, match.path, peeked) or (not printable(line) and len(line) <= lines.cap):
+            binary.add(match.path)
+            io.errors.append(f"grep: {shown(match.path)}: binary file matches\n")
+            continue
         prefix = (f"{shown(match.path)}:" if names else "") + (f"{match.line}:" if opts.number else "")
-        yield (prefix + text + "\n").encode("utf-8", "surrogateescape")
+        yield prefix.encode() + line + b"\n"
     if opts.count:
         paths = [scope] if entry.type != "directory" else _files_below(shell, scope, io)
         for path in paths:
@@ -212,16 +235,13 @@ def _matches(shell: Shell, query: str | dict[str, Any], scope: str) -> Iterator[
         cursor = page.next_cursor
 
 
-def _whole_line(shell: Shell, match: Match, cache: dict[str, list[str]]) -> str:
-    """The search answer cuts long lines with '…'; grep prints them whole, so read the line back."""
+def _whole_line(match: Match, lines: LineReader) -> bytes:
+    """The matching line's bytes: the search answer cuts long lines with '…' and shows bytes that are
+    not UTF-8 as U+FFFD, so such a line is read back; grep prints it whole."""
     text = match.text
-    if len(text) < 255 or not (text.startswith("…") or text.endswith("…")):
-        return text
-    if match.path not in cache:
-        data = b"".join(read_operand(shell, match.path))
-        cache[match.path] = data.decode("utf-8", "surrogateescape").split("\n")
-    lines = cache[match.path]
-    return lines[match.line - 1] if 0 < match.line <= len(lines) else text
+    if "\ufffd" not in text and (len(text) < 255 or not (text.startswith("…") or text.endswith("…"))):
+        return text.encode("utf-8")
+    return lines.line(match.path, match.line)
 
 
 def _files_below(shell: Shell, top: str, io: Io) -> list[str]:

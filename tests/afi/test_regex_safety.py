@@ -17,7 +17,8 @@ from afi.model import RegexQuery, SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.search.grep import GrepLimits
-from afi.providers.memory.search.lines import LineHit, RegexFinder, SubstringFinder, find_lines
+from afi.providers.memory.search.lines import LineHit, RegexFinder, Spot, SubstringFinder
+from afi.providers.memory.search.scan import BytesDoc, scan
 from afi.regex import (
     MAX_NESTING,
     MAX_PATTERN_CHARS,
@@ -108,12 +109,18 @@ def test_blocks_of_lines_find_what_line_by_line_finds() -> None:
             expected = [(i + 1, line.find(pattern) + 1) for i, line in enumerate(lines) if pattern in line]
         if lines[-1] == "":
             expected = [hit for hit in expected if hit[0] < len(lines)]  # a final newline ends the last line
-        found = [(h.line, h.column) for h in find_lines(doc, finder, Budget()) if isinstance(h, LineHit)]
+        found = _hits(doc, finder)
         hits += len(found)
         if found != expected:
             differences.append((pattern, doc))
     assert hits > 10_000
     assert differences == [], differences[:3]
+
+
+def _hits(doc: str, finder: RegexFinder | SubstringFinder) -> list[tuple[int, int]]:
+    """The (line, column) of every matching line of ``doc``, scanned in one go."""
+    found = scan(BytesDoc(doc.encode()), finder, Budget(), Spot(0, 0))
+    return [(h.line, h.column) for h in found if isinstance(h, LineHit)]
 
 
 @pytest.mark.parametrize(

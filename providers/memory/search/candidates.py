@@ -3,11 +3,13 @@
 The indexed part (notes and workspace files, possibly many) comes from the trigram indexes and is
 cached per (space, literals, scope), checked against the stores' change counters, so following a
 cursor costs one page of work; the small unindexed part (working blocks, the manifest, the ledger's
-views) is listed afresh each time.
+views) is listed afresh each time. Workspace files whose text the index does not hold (over 1 MiB,
+binary, not UTF-8) are candidates of every query, and are read from disk a piece at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 from collections import OrderedDict
@@ -24,7 +26,8 @@ from ..tree.at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at
 from ..tree.history_files import FILES_DIR, history_file_candidates
 from ..tree.ledger import ledger_text
 from ..tree.locate import MANIFEST_NAME, note_path
-from .grep import Candidate
+from .grep import Candidate, Text
+from .scan import Doc, FileDoc
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -93,10 +96,14 @@ def _indexed(space: Space, literals: list[str], scope: str) -> list[Candidate]:
             elif valid and name and kind in ("fact", "procedure"):
                 found.append((note_path(kind, name), "note", rowid))
     if _overlaps(scope, "/files"):
+        unindexed = space.workspace.unindexed()
+        skipped = {rowid for rowid, _ in unindexed}
         found.extend(
             (f"/files/{rel}", "file", rowid)
             for rowid, rel in space.workspace.candidates(literals[0] if literals else None)
+            if rowid not in skipped
         )
+        found.extend((f"/files/{rel}", "disk", rel) for _, rel in unindexed)
     return sorted(c for c in found if is_within(c[0], scope))
 
 
@@ -158,8 +165,9 @@ def _ledger_at(space: Space, scope: str) -> Iterator[Candidate]:
                 yield entry.path, "text", ledger_text_at(space, where.at, area, name, entry.path)[1]
 
 
-def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
-    """The texts of a batch of candidates, in order (``None`` for one that vanished meanwhile)."""
+def load_texts(space: Space, batch: list[Candidate]) -> list[Text | None]:
+    """The documents of a batch of candidates, in order (``None`` for one that vanished meanwhile): texts,
+    and files read from disk (opened when a page reaches them)."""
     notes = space.notes.rendered_by_rowid([key for _, source, key in batch if source == "note"])
     files = space.workspace.texts_by_rowid([key for _, source, key in batch if source == "file"])
     versions = at_file_texts(space, [key for _, source, key in batch if source == "version"])
@@ -167,7 +175,7 @@ def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
     for at in {key[1] for _, source, key in batch if source == "reading"}:
         rowids = [key[0] for _, source, key in batch if source == "reading" and key[1] == at]
         readings.update({(rowid, at): text for rowid, text in space.notes.read_by_rowid(rowids, at).items()})
-    texts: list[str | None] = []
+    texts: list[Text | None] = []
     for path, source, key in batch:
         if source == "note":
             texts.append(notes.get(key))
@@ -175,6 +183,8 @@ def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
             texts.append(readings.get(key))
         elif source == "file":
             texts.append(files.get(key))
+        elif source == "disk":
+            texts.append(_disk(space, str(key)))
         elif source == "version":
             texts.append(versions.get(key))
         elif source == "session":
@@ -182,6 +192,17 @@ def load_texts(space: Space, batch: list[Candidate]) -> list[str | None]:
         else:
             texts.append(str(key))
     return texts
+
+
+def _disk(space: Space, rel: str) -> Callable[[], contextlib.AbstractContextManager[Doc | None]]:
+    """A workspace file, opened when grep reaches it (None then if it is gone or never read)."""
+
+    @contextlib.contextmanager
+    def opener() -> Iterator[Doc | None]:
+        with space.workspace.opened(rel) as opened:
+            yield None if opened is None else FileDoc(opened.fd, opened.size)
+
+    return opener
 
 
 def _overlaps(scope: str, area: str) -> bool:

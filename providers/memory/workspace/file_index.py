@@ -2,10 +2,12 @@
 
 Text files up to ``INDEX_MAX_BYTES`` are indexed, so exact and regex search over ``/files`` are index
 lookups: an FTS5 trigram table beside ``workspace_files`` in a SQLite store, a ``gin_trgm_ops`` index
-on its ``text`` in a PostgreSQL one (:mod:`afi.storage.pg_trigram`). Every regular file's size is
-kept too, and what the space's quota charges it (:func:`.quota.charged`). Writes made through the
-provider are indexed at once; edits made on disk behind its back are picked up by
-:meth:`FileIndex.refresh`, which a search runs at most every ``REFRESH_SECONDS``.
+on its ``text`` in a PostgreSQL one (:mod:`afi.storage.pg_trigram`). The others (larger, binary, not
+UTF-8) are kept with an empty text, and grep reads them from disk (:meth:`FileIndex.unindexed`,
+:meth:`FileIndex.opened`). Every regular file's size is kept too, and what the space's quota charges
+it (:func:`.quota.charged`). Writes made through the provider are indexed at once; edits made on disk
+behind its back are brought in line by :meth:`FileIndex.catch_up`, which each search page runs over
+its scope within its own budget.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from afi.storage.database import Database
 from afi.storage.pg_trigram import ilike, like_pattern
@@ -27,7 +30,7 @@ from .folders import FolderNames, shown_name
 from .jail import FileJail, read_at_most
 from .quota import charged
 
-__all__ = ["INDEX_MAX_BYTES", "SEARCH_REFRESH", "TEMP_PREFIX", "FileIndex", "RefreshBudget"]
+__all__ = ["INDEX_MAX_BYTES", "SEARCH_REFRESH", "TEMP_PREFIX", "FileIndex", "Opened", "RefreshBudget"]
 
 INDEX_MAX_BYTES = 1 << 20
 _UPSERT = (
@@ -77,6 +80,13 @@ CATCH_UP_CHUNK = 128  # files compared with their rows at a time (the budget is 
 INDEX_BATCH = 256  # files indexed in one transaction
 
 
+class Opened(NamedTuple):
+    """A workspace file open for reading: its descriptor and its size when opened."""
+
+    fd: int
+    size: int
+
+
 class FileIndex:
     """The indexed files of one space (``rel`` paths, relative to the space's folder)."""
 
@@ -89,6 +99,7 @@ class FileIndex:
         # folder → the stretch (from, up to: None for the end) last brought in line, and since when
         self._stretch: dict[str, tuple[str, str | None, float]] = {}
         self._refresh_lock = threading.Lock()
+        self._unindexed: tuple[int, list[tuple[int, str]]] | None = None  # (change token, files)
 
     def walk(self, rel: str) -> Iterator[tuple[str, os.stat_result]]:
         """Yield (workspace path, stat) of every regular file below the folder ``rel``, symlinks not followed.
@@ -307,6 +318,38 @@ class FileIndex:
         with self._db.read() as conn:
             rows = conn.execute(sql, args).fetchall()
         return [(int(rowid), str(path)) for rowid, path in rows]
+
+    def unindexed(self) -> list[tuple[int, str]]:
+        """Return (rowid, workspace path) of the files whose text is not indexed (over
+        ``INDEX_MAX_BYTES``, binary or not UTF-8), which grep reads from disk. A file with bytes always
+        has a text once indexed, so an empty text with a size says so; the list is kept until the
+        index changes, as finding it reads every row of the space."""
+        token = self.change_token()
+        held = self._unindexed
+        if held is not None and held[0] == token:
+            return held[1]
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT rowid, path FROM workspace_files WHERE space = ? AND size > 0 AND text = ''", (self.space,)
+            ).fetchall()
+        found = [(int(rowid), str(path)) for rowid, path in rows]
+        self._unindexed = (token, found)
+        return found
+
+    @contextlib.contextmanager
+    def opened(self, rel: str) -> Iterator[Opened | None]:
+        """The file ``rel`` open for reading, or None when it is gone or is not read (a symlink, a
+        special or hard-linked file: as :meth:`index_path` never reads one); closed afterwards."""
+        try:
+            fd = self.jail.open(rel, os.O_RDONLY | os.O_NONBLOCK)
+        except (MemoryValidationError, OSError):
+            yield None
+            return
+        try:
+            st = os.fstat(fd)
+            yield Opened(fd, st.st_size) if stat_mod.S_ISREG(st.st_mode) and st.st_nlink == 1 else None
+        finally:
+            os.close(fd)
 
     def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The indexed texts of the given rows."""

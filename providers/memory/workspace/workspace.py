@@ -21,7 +21,7 @@ from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Too
 from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
-from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex, RefreshBudget
+from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex, Opened, RefreshBudget
 from .filestat import FileStat, file_stat
 from .folders import FolderNames
 from .jail import FileJail
@@ -376,6 +376,14 @@ class Workspace:
     def texts_by_rowid(self, rowids: list[int]) -> dict[int, str]:
         """The indexed texts of the given rows."""
         return self.index.texts_by_rowid(rowids)
+
+    def unindexed(self) -> list[tuple[int, str]]:
+        """Return (rowid, workspace path) of the files grep reads from disk (their text is not indexed)."""
+        return self.index.unindexed()
+
+    def opened(self, rel: str) -> contextlib.AbstractContextManager[Opened | None]:
+        """The file ``rel`` open for reading (None when gone or never read), closed afterwards."""
+        return self.index.opened(rel)
 
     def change_token(self) -> int:
         """Grows with every change to this space's file index."""
