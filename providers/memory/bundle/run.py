@@ -93,7 +93,8 @@ def import_bundle(provider: MemoryProvider, path: Path, owner: Owner, *, space: 
     report = progress or _quiet
     if not path.is_dir():
         raise InvalidPath("a bundle is a folder (afi export -o FOLDER)", path=str(path))
-    reader = BundleReader(path, report)
+    limits = provider.fabric("default").memory.limits  # every space of a store has the same caps
+    reader = BundleReader(path, report, limits=limits, files=provider.workspace_limits)
     names = sorted(reader.manifest["spaces"])
     only = space if space is not None and (len(names) != 1 or space in names) else None
     datas = reader.spaces(only)

@@ -24,6 +24,7 @@ from ..fabric.fields import validate_fields
 from ..fabric.lexical import normalize_note_text
 from ..fabric.store import iso_now
 from ..provider import MemoryProvider
+from ..workspace.quota import format_size
 from ..workspace.workspace import is_reserved
 from .plan import FileItem, ImportPlan, NoteItem
 from .report import ImportReport
@@ -57,8 +58,8 @@ def check_plan(provider: MemoryProvider, space: str, plan: ImportPlan) -> None:
         if is_reserved(item.rel):
             raise InvalidPath(f"{item.where}: its name is reserved for the workspace's temporary files")
         if len(item.data) > cap:
-            raise TooLarge(f"{item.where}: {len(item.data)} bytes, over the workspace file cap of {cap} "
-                           "(AFI_MAX_FILE_SIZE)")  # fmt: skip
+            raise TooLarge(f"{item.where}: {format_size(len(item.data))}, over the workspace file cap of "
+                           f"{format_size(cap)} (AFI_MAX_FILE_SIZE)")  # fmt: skip
 
 
 def write_plan(provider: MemoryProvider, caller: Caller, plan: ImportPlan, report: ImportReport,
