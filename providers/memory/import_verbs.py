@@ -8,7 +8,7 @@ leaves the store and its workspace root as they were: a killed import's leftover
 next import into the space, or by the next process that opens the store.
 
 Mixed into :class:`~.provider.MemoryProvider`, which supplies the store, the spaces, their write
-locks and ``_audited`` (lock, audit, run).
+locks and the audit log.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from afi.auth.audit import AuditLog
+from afi.errors import AfiError, Internal
 from afi.provider import Caller
 from afi.storage.database import Database
 
@@ -45,6 +47,7 @@ T = TypeVar("T")
 class ImportVerbs:
     """Export a space to a bundle writer; import bundle spaces, or a foreign source's writes, whole."""
 
+    audit: AuditLog
     root: Path
     _db: Database
     _write_locks: SpaceLocks | AdvisorySpaceLocks
@@ -52,10 +55,6 @@ class ImportVerbs:
     if TYPE_CHECKING:
 
         def _space(self, name: str) -> Space: ...
-
-        def _audited(
-            self, caller: Caller, verb: str, path: str, run: Callable[[], T], *, where: str | None = None
-        ) -> T: ...
 
     def export_space(self, caller: Caller, as_of: str | None, write: Callable[[SpaceData], None]) -> None:
         """Hand the caller's space (as of an instant) to a bundle writer (bundle/), under its write lock."""
@@ -67,17 +66,16 @@ class ImportVerbs:
 
     def import_spaces(self, spaces: Sequence[tuple[Caller, Prepared]]) -> None:
         """Write checked bundle spaces, each into its caller's space (which must be empty), in one transaction:
-        all of them or none. Each is audited; the callers hold the spaces' claims."""
-        with ExitStack() as held:
-            for name in sorted({caller.space for caller, _ in spaces}):
-                held.enter_context(self._write_locks.hold(name))
-            with self._db.transaction():
-                for caller, prepared in spaces:
-                    self._audited(caller, "import", "/", partial(self._apply, caller, prepared))
+        all of them or none, each audited as ``import``. The callers hold the spaces' claims."""
+        callers = [caller for caller, _ in spaces]
+        for caller in callers:
+            caller.require("afi:write", path="/")
 
-    def _apply(self, caller: Caller, prepared: Prepared) -> None:
-        caller.require("afi:write", path="/")
-        apply_space(self._db, self._space(caller.space), caller.space, self.root, prepared)
+        def run() -> None:
+            for caller, prepared in spaces:
+                apply_space(self._db, self._space(caller.space), caller.space, self.root, prepared)
+
+        self._one_import(callers, run, None)
 
     def import_whole(self, caller: Caller, run: Callable[[FileJournal | None], T], *, files: bool) -> T:
         """Run a foreign import's writes (``run``, through the provider's verbs) as one: under the caller's
@@ -96,18 +94,11 @@ class ImportVerbs:
         journal: FileJournal | None = None
         committed = False
         try:
-            with self._write_locks.hold(caller.space):
-                if files:
-                    staging = self.root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
-                    claim.note(staging, journaled=True)
-                    journal = FileJournal(staging, self._space(caller.space).workspace.jail)
-                try:
-                    result = self._audited(caller, "import", "/", partial(self._whole, run, journal))
-                except BaseException:
-                    if journal is not None:  # the rows rolled back (or will, with the lock's transaction)
-                        journal.close()
-                        undo(journal.staging, journal.jail)
-                    raise
+            if files:
+                staging = self.root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+                claim.note(staging, journaled=True)
+                journal = FileJournal(staging, self._space(caller.space).workspace.jail)
+            result = self._one_import([caller], partial(run, journal), journal)
             committed = True
             return result
         finally:
@@ -118,9 +109,32 @@ class ImportVerbs:
                 shutil.rmtree(journal.staging, ignore_errors=True)
             claim.release()
 
-    def _whole(self, run: Callable[[FileJournal | None], T], journal: FileJournal | None) -> T:
-        result = run(journal)
-        if journal is not None:
-            with self._db.transaction() as conn:  # this import's transaction: the marker commits with its rows
-                journal.mark_committed(conn)
-        return result
+    def _one_import(self, callers: list[Caller], run: Callable[[], T], journal: FileJournal | None) -> T:
+        """Run ``run`` under the callers' spaces' write locks in one transaction with an ``import`` audit row
+        each; a refusal is recorded once it has rolled back, after the files in ``journal`` are put back
+        (still under the locks)."""
+        try:
+            with ExitStack() as held:
+                for name in sorted({caller.space for caller in callers}):
+                    held.enter_context(self._write_locks.hold(name))
+                try:
+                    with self._db.transaction() as conn:
+                        result = run()
+                        if journal is not None:
+                            journal.mark_committed(conn)  # the marker commits with the import's rows
+                        for caller in callers:
+                            self.audit.record(caller, "import", "/", "ok")
+                except BaseException:
+                    if journal is not None:  # the rows rolled back (or will, with the locks' transaction)
+                        journal.close()
+                        undo(journal.staging, journal.jail)
+                    raise
+            return result
+        except AfiError as err:
+            for caller in callers:
+                self.audit.record(caller, "import", "/", err.code)
+            raise
+        except OSError as err:
+            for caller in callers:
+                self.audit.record(caller, "import", "/", "internal")
+            raise Internal(f"the import could not be written: {err.strerror}", path="/") from err

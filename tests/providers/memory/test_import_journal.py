@@ -64,9 +64,10 @@ def test_a_killed_imports_files_are_put_back_at_the_next_open_but_not_one_writte
     assert _notes(db) == ["kept"]
 
 
-def test_an_import_refused_midway_puts_back_the_files_it_wrote(tmp_path: Path) -> None:
-    db, root = tmp_path / "afi.db", tmp_path / "files"
-    provider = MemoryProvider(db, root)
+def test_an_import_refused_midway_puts_back_the_files_it_wrote_and_is_audited(store_url: str, tmp_path: Path
+                                                                              ) -> None:  # fmt: skip
+    root = tmp_path / "files"
+    provider = MemoryProvider(store_url, root)
     LocalClient(provider, OWNER).write("/files/a.txt", b"old a")
 
     def run(journal: FileJournal | None) -> None:
@@ -80,6 +81,7 @@ def test_an_import_refused_midway_puts_back_the_files_it_wrote(tmp_path: Path) -
         provider.import_whole(OWNER, run, files=True)
     assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == ["default", "default/a.txt"]
     assert (root / "default" / "a.txt").read_bytes() == b"old a"
+    assert [(row["verb"], row["result"]) for row in provider.audit_log(limit=1)] == [("import", "too_large")]
 
 
 def test_the_cli_refuses_an_import_past_the_quota_midway_and_keeps_the_files_there(tmp_path: Path) -> None:
