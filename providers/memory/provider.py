@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,9 +23,12 @@ from afi.provider import Caller
 from afi.storage.database import is_postgres_url, open_database
 
 from .admin import AdminVerbs
+from .bundle.apply import store_holds_nothing
+from .claims import sweep_claims
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
 from .fabric.types import ForgetResult, MemoryNote
+from .import_verbs import ImportVerbs
 from .ledger.ops import apply_op
 from .search.search import Search
 from .spaces import Space, Spaces, check_space_name
@@ -42,7 +46,7 @@ __all__ = ["MemoryProvider"]
 T = TypeVar("T")
 
 
-class MemoryProvider(AdminVerbs, TimeVerbs):
+class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
     """An AFI provider at profile 3 over the memory fabric and a jailed workspace per space."""
 
     def __init__(
@@ -68,6 +72,8 @@ class MemoryProvider(AdminVerbs, TimeVerbs):
             AdvisorySpaceLocks(self._db) if isinstance(self.db, str) else SpaceLocks(lock_folder(self.db))
         )
         self._spaces = Spaces(self.db, self._db, self.root, self.workspace_limits, self._write_locks, embedder)
+        # what an import or fork killed mid-way left in the root is undone before anything else is done
+        sweep_claims(self.root, self._db, self._write_locks.hold, partial(store_holds_nothing, self._db))
         extra = dict(manifest_extra or {})
         self._afi = AfiArea(
             lambda required: memory_manifest(required, embedder=self._space("default").fabric.memory.embedder,

@@ -1,8 +1,9 @@
-"""The provider's verbs about time (issue 15): snapshots, diff, gc, fork and restore, export and import.
+"""The provider's verbs about time (issue 15): snapshots, diff, gc, fork and restore (export and import:
+import_verbs.py).
 
 Mixed into :class:`~.provider.MemoryProvider`, which supplies the store, the spaces, their write
 locks and ``_audited`` (lock, audit, run). Each verb here is thin: the work is in the modules it
-names (``snapshots``, ``tree/diff``, ``gc``, ``fork``, ``restore``, ``bundle/``).
+names (``snapshots``, ``tree/diff``, ``gc``, ``fork``, ``restore``).
 """
 
 from __future__ import annotations
@@ -19,13 +20,10 @@ from afi.errors import AfiError, NotFound
 from afi.provider import Caller
 from afi.storage.database import Database
 
-from .bundle.apply import Prepared, apply_space, store_holds_nothing
-from .bundle.collect import collect_space
-from .bundle.model import SpaceData
+from .bundle.apply import store_holds_nothing
 from .claims import SpaceClaim
 from .fork import ForkResult, fork_space
 from .gc import GcReport, boundary, collect_garbage, gc_spaces
-from .horizon import check_horizon
 from .restore import RestorePlan, restore_space
 from .snapshots import Snapshot
 from .spaces import check_space_name
@@ -44,7 +42,7 @@ T = TypeVar("T")
 
 
 class TimeVerbs:
-    """Snapshots, diff, gc, fork, restore, export and import of the caller's space."""
+    """Snapshots, diff, gc, fork and restore of the caller's space."""
 
     audit: AuditLog
     root: Path
@@ -137,22 +135,3 @@ class TimeVerbs:
     def space_list(self, caller: Caller) -> builtins.list[dict[str, Any]]:
         caller.require("afi:admin")
         return space_summaries(self._db)
-
-    # -- bundles: a space out of the store and into one -------------------------------------
-
-    def export_space(self, caller: Caller, as_of: str | None, write: Callable[[SpaceData], None]) -> None:
-        """Hand the caller's space (as of an instant) to a bundle writer (bundle/), under its write lock."""
-        caller.require("afi:read")
-        if as_of is not None:
-            check_horizon(self._db, caller.space, as_of, path="--as-of")
-        with self._write_locks.hold(caller.space):
-            write(collect_space(self._space(caller.space), caller.space, as_of))
-
-    def import_space(self, caller: Caller, prepared: Prepared) -> None:
-        """Write a checked bundle space into the caller's space, which must be empty: one transaction, audited."""
-
-        def run() -> None:
-            caller.require("afi:write", path="/")
-            apply_space(self._db, self._space(caller.space), caller.space, self.root, prepared)
-
-        self._audited(caller, "import", "/", run)

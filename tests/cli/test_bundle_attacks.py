@@ -1,10 +1,12 @@
-"""Hostile bundles: traversal, symlinks, forged blobs, bombs, NUL, invalid UTF-8 and records the store
-would never write itself. Each is refused with an AfiError naming the file, before anything is written.
+"""Hostile bundles: traversal, symbolic and hard links, forged blobs, bombs, NUL, invalid UTF-8, sizes
+past the store's caps, and records the store would never write itself. Each is refused with an AfiError
+naming the file, before anything is written.
 
 A clean bundle is exported once; each case copies it, breaks it one way (fixing the manifest's checksum
 where the attack needs it to pass), and imports it into a store that already holds another space.
-The figures: every case tried is refused (failures: zero), the store's rows and workspace root are as
-before, nothing appears outside the target, and a few go through the real CLI (exit 2, no traceback).
+The figures: every case tried is refused (failures: zero; no traceback, no internal error), the
+store's rows and workspace root are as before (changes on refusal: zero), nothing appears outside
+the target, and a few go through the real CLI (exit 2, no traceback).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -118,6 +121,63 @@ def _symlinked_folder(bundle: Path, outside: Path) -> str:
     shutil.rmtree(folder)
     folder.symlink_to(outside / "notes")
     return "symbolic link"
+
+
+def _hardlink(rel_of: Callable[[Path], str]) -> Attack:
+    """A file of the bundle made a hard link to a file outside it with the same bytes (its checksum agrees)."""
+
+    def attack(bundle: Path, outside: Path) -> str:
+        rel = rel_of(bundle)
+        (outside / "secret").write_bytes((bundle / rel).read_bytes())
+        (bundle / rel).unlink()
+        os.link(outside / "secret", bundle / rel)
+        return "hard links"
+
+    return attack
+
+
+def _sparse(rel_of: Callable[[Path], str]) -> Attack:
+    """A file of the bundle grown to 1.1 GiB of holes (no disk used): over the 1 GiB file cap as it reads."""
+
+    def attack(bundle: Path, outside: Path) -> str:
+        with open(bundle / rel_of(bundle), "r+b") as f:
+            f.truncate(int(1.1 * (1 << 30)))
+        return "AFI_MAX_FILE_SIZE"
+
+    return attack
+
+
+def _manifest_format(value: object) -> Attack:
+    def attack(bundle: Path, outside: Path) -> str:
+        manifest = _manifest(bundle)
+        manifest["format"] = value
+        _save_manifest(bundle, manifest)
+        return "format"
+
+    return attack
+
+
+def _self_superseding(bundle: Path, outside: Path) -> str:
+    rel = _note(bundle)
+    own = rel.rsplit("/", 1)[1].removesuffix(".md")
+    data = re.sub(rb"\nsupersedes: [^\n]*", f"\nsupersedes: {own}".encode(), (bundle / rel).read_bytes(), count=1)
+    _put(bundle, rel, data)
+    return "supersede itself"
+
+
+def _front(old: bytes, new: bytes, said: str) -> Attack:
+    def attack(bundle: Path, outside: Path) -> str:
+        _edit_note(bundle, old, new)
+        return said
+
+    return attack
+
+
+def _huge_content(bundle: Path, outside: Path) -> str:
+    rel = _note(bundle)
+    head, _, _ = (bundle / rel).read_bytes().partition(b"\n---\n")
+    _put(bundle, rel, head + b"\n---\n" + b"x" * 50_000_000 + b"\n")
+    return "content has 50000000 characters"
 
 
 def _forged_blob(bundle: Path, outside: Path) -> str:
@@ -282,6 +342,24 @@ ATTACKS: dict[str, Attack] = {
     "symlinked folder": _symlinked_folder,
     "forged blob bytes": _forged_blob,
     "misnamed blob": _misnamed_blob,
+    "hard-linked current file": _hardlink(lambda b: "spaces/default/files/current/notes/a.txt"),
+    "hard-linked blob": _hardlink(lambda b: _rel(b, "blobs/")),
+    "hard-linked note": _hardlink(_note),
+    "sparse current file of 1.1 GiB": _sparse(lambda b: "spaces/default/files/current/notes/a.txt"),
+    "sparse blob of 1.1 GiB": _sparse(lambda b: _rel(b, "blobs/")),
+    "note of 50,000,000 characters": _huge_content,
+    "context of 7,000,000 characters": _front(b"\ncontext: null", b"\ncontext: " + b"c" * 7_000_000, "front matter"),
+    "context over the note cap": _front(b"\ncontext: null", b"\ncontext: " + b"c" * 5000, "context has 5000"),
+    "300 tags": _front(b"tags: []", b"tags: [" + b", ".join(b"t%d" % n for n in range(300)) + b"]", "tags has 300"),
+    "a tag of 300 characters": _front(b"tags: []", b"tags: [" + b"t" * 300 + b"]", "tags has 300 characters"),
+    "front matter nested 1,000 deep": _front(b"tags: []", b"tags: " + b"[" * 1000 + b"]" * 1000, "nest"),
+    "importance NaN": _front(b"\nimportance: null", b"\nimportance: .nan", "importance"),
+    "importance 1e309": _front(b"\nimportance: null", b"\nimportance: 1e309", "importance"),
+    "importance 7": _front(b"\nimportance: null", b"\nimportance: 7", "importance"),
+    "link weight NaN": _front(b"links: []", b"links: [{id: 0123456789ab, relation: related, weight: .nan}]", "weight"),
+    "a note that supersedes itself": _self_superseding,
+    "manifest format tar": _manifest_format("tar"),
+    "manifest format missing": _manifest_format(None),
 }
 
 
@@ -330,7 +408,7 @@ def test_every_hostile_bundle_is_refused_naming_the_file_and_writes_nothing(clea
             import_bundle(provider, bundle, local_owner)
         except AfiError as err:
             text = f"{err.path}: {err.code}: {err.message}"
-            if said.lower() not in text.lower() or err.code not in ("invalid_path", "unsupported"):
+            if said.lower() not in text.lower() or err.code not in ("invalid_path", "unsupported", "too_large"):
                 failures.append(f"{name}: refused, but said {text!r} (expected {said!r})")
         except BaseException as err:
             failures.append(f"{name}: {type(err).__name__}: {str(err)[:200]}")
@@ -342,11 +420,16 @@ def test_every_hostile_bundle_is_refused_naming_the_file_and_writes_nothing(clea
             failures.append(f"{name}: the store or its root changed")
         if sorted(os.listdir(outside)) != outside_before:
             failures.append(f"{name}: something was written outside the target")
-    assert failures == [], f"{len(ATTACKS)} hostile bundles tried, {len(failures)} failures:\n" + "\n".join(failures)
+    figures = (f"{len(ATTACKS)} hostile bundles tried, {len(failures)} failures (refused with another error, "
+               "a traceback, or a change to the store)")  # fmt: skip
+    print(figures)
+    assert failures == [], figures + ":\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize("name", ["symlinked current file", "forged blob bytes", "json nested deep (manifest)",
-                                  "yaml alias bomb", "session id with /"])  # fmt: skip
+                                  "yaml alias bomb", "session id with /", "hard-linked current file",
+                                  "sparse current file of 1.1 GiB", "note of 50,000,000 characters",
+                                  "manifest format tar", "importance 1e309"])  # fmt: skip
 def test_the_cli_refuses_a_hostile_bundle_with_exit_2_and_no_traceback(name: str, clean: Path, tmp_path: Path) -> None:
     bundle, outside = tmp_path / "bundle", tmp_path / "outside"
     shutil.copytree(clean, bundle)
@@ -367,6 +450,17 @@ def test_a_space_option_that_is_no_space_name_is_refused(clean: Path, tmp_path: 
         done = afi("import", str(clean), "--space", space, db=tmp_path / "target.db")
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert _snapshot_of(tmp_path) == before and not (tmp_path / "evil").exists()
+
+
+@pytest.mark.parametrize(("setting", "value"), [("AFI_MAX_FILE_SIZE", "8"), ("AFI_SPACE_QUOTA", "8")])
+def test_a_bundle_past_the_targets_file_cap_or_quota_is_refused(setting: str, value: str, clean: Path,
+                                                                tmp_path: Path) -> None:  # fmt: skip
+    _target(tmp_path)
+    before = _snapshot_of(tmp_path)
+    done = afi("import", str(clean), db=tmp_path / "target.db", env={setting: value})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert ": too_large: " in done.stderr and setting in done.stderr, done.stderr
+    assert _snapshot_of(tmp_path) == before
 
 
 HOSTILE_COMMANDS = [

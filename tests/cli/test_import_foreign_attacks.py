@@ -1,5 +1,6 @@
-"""Hostile foreign sources through the real ``afi import``: symlinks out of a vault, ``../`` links,
-YAML bombs and deep nesting in front matter, deeply nested JSON (mem0, MCP memory), invalid UTF-8.
+"""Hostile foreign sources through the real ``afi import``: symbolic and hard links out of a vault or a
+``/memories`` folder, ``../`` links, YAML bombs and deep nesting in front matter, deeply nested JSON
+(mem0, MCP memory), invalid UTF-8, a sparse file past the file cap, a note past the note cap.
 
 Each source is either refused (exit 2, an AfiError naming the file, no traceback, the store as
 before) or imported without reading anything outside the source. Figures: every case tried, failures
@@ -49,6 +50,35 @@ def _symlinked_markdown_folder(folder: Path, outside: Path) -> tuple[Path, str |
     (outside / "passwd").write_text(f"root:x:0:0:{SECRET}\n")
     (notes / "passwd.md").symlink_to(outside / "passwd")
     return notes, None
+
+
+def _hardlinked_note(folder: Path, outside: Path) -> tuple[Path, str | None]:
+    vault = _vault(folder)
+    (outside / "secret.md").write_text(f"{SECRET}\n")
+    os.link(outside / "secret.md", vault / "Secret.md")
+    return vault, None
+
+
+def _hardlinked_memory(folder: Path, outside: Path) -> tuple[Path, str | None]:
+    memories = folder / "memories"
+    memories.mkdir()
+    (memories / "prefs.xml").write_text("<tone>terse</tone>\n")
+    (outside / "id_rsa").write_text(f"{SECRET}\n")
+    os.link(outside / "id_rsa", memories / "key.txt")
+    return memories, None
+
+
+def _sparse_note(folder: Path, outside: Path) -> tuple[Path, str | None]:
+    vault = _vault(folder)
+    with open(vault / "Huge.md", "wb") as f:
+        f.truncate(int(1.1 * (1 << 30)))  # holes: no disk used, but 1.1 GiB as it reads
+    return vault, "Huge.md"
+
+
+def _huge_mem0(folder: Path, outside: Path) -> tuple[Path, str | None]:
+    source = folder / "mem0.json"
+    source.write_text(json.dumps([{"id": "m1", "memory": "y" * 50_000_000}]))
+    return source, "mem0.json record 1"
 
 
 def _dotdot_links(folder: Path, outside: Path) -> tuple[Path, str | None]:
@@ -110,6 +140,10 @@ CASES: dict[str, tuple[Case, tuple[str, ...]]] = {
     "vault: a note symlinked outside": (_symlinked_note, ()),
     "vault: a folder symlinked outside": (_symlinked_folder, ()),
     "markdown: a .md symlink to a passwd file": (_symlinked_markdown_folder, ()),
+    "vault: a note hard-linked to a file outside": (_hardlinked_note, ()),
+    "memories: a file hard-linked to one outside": (_hardlinked_memory, ()),
+    "vault: a sparse note of 1.1 GiB": (_sparse_note, ()),
+    "mem0: a memory of 50,000,000 characters": (_huge_mem0, ("--format", "mem0")),
     "vault: ../ in links": (_dotdot_links, ()),
     "vault: YAML alias bomb": (_yaml_bomb, ()),
     "vault: YAML nested 5000 deep (flow)": (_yaml_deep, ()),

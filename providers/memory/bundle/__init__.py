@@ -15,8 +15,9 @@ __all__ = ["FORMAT", "MANIFEST", "VERSION", "ImportResult", "export_bundle", "im
 
 
 def is_bundle(path: object) -> bool:
-    """Whether a folder looks like an afi bundle: a manifest naming the format, or the bundle's own
-    folders (a bundle whose manifest went missing is still refused as a bundle, not read as another format)."""
+    """Whether a folder looks like an afi bundle: a manifest naming a format (this one, or another that
+    import then refuses by name), or the bundle's own folders (a bundle whose manifest went missing is
+    still refused as a bundle, not read as another format)."""
     import json
     from pathlib import Path
 
@@ -29,5 +30,5 @@ def is_bundle(path: object) -> bool:
             found = json.loads(manifest.read_bytes())
         except (ValueError, UnicodeDecodeError, RecursionError):  # read_manifest says what is wrong
             return True
-        return isinstance(found, dict) and found.get("format") == FORMAT
+        return isinstance(found, dict) and ("format" in found or "checksums" in found)
     return (folder / "spaces").is_dir()

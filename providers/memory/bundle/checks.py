@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
-from afi.errors import InvalidPath
+from afi.errors import AfiError, InvalidPath
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.fields import canonical_time, check_name
+from ..fabric.fields import canonical_time, check_name, check_stored_note
+from ..fabric.memory import MemoryLimits
 from ..fabric.types import MemoryNote
 from ..ledger.records import MAX_ID_CHARS
 from ..snapshots import SNAPSHOT_NAME
@@ -35,7 +37,7 @@ __all__ = [
     "check_snapshot",
     "check_version",
     "loads",
-    "refuse_symlinks",
+    "refuse_links",
 ]
 
 ENTRY_TYPES = frozenset({"message", "observation", "reflection", "om.scope.open", "om.scope.close", "om.scope.bound"})
@@ -65,8 +67,9 @@ def check_instant(value: Any, label: str, where: str) -> str:
     return canonical
 
 
-def check_note(note: MemoryNote, where: str) -> None:
-    """A note version's times canonical and its name one the store would take."""
+def check_note(note: MemoryNote, where: str, limits: MemoryLimits) -> None:
+    """A note version's times canonical, its name one the store would take, and its fields within the caps
+    every write keeps (``limits``: the target store's)."""
     for key in _NOTE_TIMES:
         value = getattr(note, key)
         if value is not None:
@@ -76,6 +79,10 @@ def check_note(note: MemoryNote, where: str) -> None:
             check_name(note.name)
         except MemoryValidationError as err:
             raise InvalidPath(f"broken front matter: field name: {err.message}", path=where) from None
+    try:
+        check_stored_note(note, limits)
+    except AfiError as err:
+        raise type(err)(err.message, path=where) from None
 
 
 def check_session_id(sid: Any, where: str) -> str:
@@ -135,10 +142,20 @@ def check_mtime(value: Any) -> int:
     return mtime
 
 
-def refuse_symlinks(folder: str, names: list[str]) -> None:
-    """InvalidPath for a symbolic link among ``names`` of ``folder``: a bundle holds plain files only."""
+def refuse_links(folder: str, names: list[str]) -> list[os.stat_result]:
+    """Given names in ``folder``, return their stats; InvalidPath for a symbolic link or a file with other
+    hard links among them: a bundle holds plain files and folders only, and either would read bytes
+    from outside it."""
+    found = []
     for name in names:
         full = os.path.join(folder, name)
-        if os.path.islink(full):
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
             raise InvalidPath("a symbolic link: a bundle holds plain files and folders only (this one would "
                               "read from outside the bundle)", path=full)  # fmt: skip
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            raise InvalidPath(f"a file with {st.st_nlink} hard links: a bundle holds plain files of its own only "
+                              "(another link may be a file outside the bundle; copy the bundle with cp -r to "
+                              "import it)", path=full)  # fmt: skip
+        found.append(st)
+    return found

@@ -15,8 +15,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from afi.errors import InvalidPath
+from afi.errors import AfiError, InvalidPath
 
+from ..fabric.front_matter import load_front_matter
 from ..fabric.render import _dumper_for
 from ..fabric.rows import NOTE_COLUMNS
 from ..fabric.types import MemoryNote
@@ -48,7 +49,9 @@ def _split(data: bytes, where: str) -> tuple[dict[str, Any], str]:
         if "*" in head and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(head, Loader=_Loader)):
             # a bundle never writes one, and aliases nest into a value that explodes when used (a YAML bomb)
             raise InvalidPath("broken front matter: a YAML alias (*name), which a bundle never holds", path=where)
-        front = yaml.load(head, Loader=_Loader)  # a safe loader (libyaml's when there)
+        front = load_front_matter(head)
+    except AfiError as err:
+        raise type(err)(f"broken front matter: {err.message}", path=where) from None
     except yaml.YAMLError as err:
         raise InvalidPath(f"broken front matter: not valid YAML ({err})".replace("\n", " "), path=where) from None
     if not isinstance(front, dict):

@@ -2,8 +2,10 @@
 
 Nothing is trusted: the manifest names the format and version this code reads, every file's SHA-256
 matches the manifest's, no file is there that the manifest does not list (a top-level dot folder
-such as ``.git`` aside), every record parses, and the counts agree. Each refusal is an AfiError
-naming the file (and the line or field) at fault; nothing has been written by then.
+such as ``.git`` aside), no file is a link (symbolic or hard), every record parses, the counts agree,
+and nothing is over the target store's caps (a note's fields, a workspace file's size by the bytes it
+reads as, holes included, and a space's quota). Each refusal is an AfiError naming the file (and the
+line or field) at fault; nothing has been written by then.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from afi.errors import InvalidPath, Unsupported
+from afi.errors import InvalidPath, TooLarge, Unsupported
 
+from ..fabric.memory import MemoryLimits
 from ..fabric.rows import iso_now
 from ..fabric.working import BLOCK_LABEL
 from ..spaces import SPACE_NAME
 from ..workspace.file_index import TEMP_PREFIX
+from ..workspace.quota import WorkspaceLimits, format_size
 from .checks import (
     check_blob_name,
     check_entry,
@@ -28,7 +32,7 @@ from .checks import (
     check_snapshot,  # fmt: skip
     check_version,
     loads,
-    refuse_symlinks,
+    refuse_links,
 )
 from .layout import FORMAT, MANIFEST, NOTE_ID, SHA256, VERSION, file_sha256, session_file, session_from_file
 from .markdown import block_from_markdown, note_from_markdown
@@ -47,7 +51,13 @@ def read_manifest(root: Path) -> dict[str, Any]:
         raise InvalidPath("manifest.json is missing: this folder is not a whole afi bundle", path=str(path))
     manifest = loads(path.read_bytes(), str(path), "manifest.json: ")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise InvalidPath(f"manifest.json does not name the format {FORMAT!r}", path=str(path))
+        said = (
+            f"names the format {manifest['format']!r}"
+            if isinstance(manifest, dict) and "format" in manifest
+            else ("names no format")
+        )
+        raise InvalidPath(f"manifest.json {said}: this afi reads bundles of the format {FORMAT!r} only",
+                          path=str(path))  # fmt: skip
     version = manifest.get("version")
     if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
         raise Unsupported(f"this bundle is format version {version}, and this afi reads version {VERSION}: "
@@ -63,9 +73,12 @@ def read_manifest(root: Path) -> dict[str, Any]:
 class BundleReader:
     """A bundle on disk, read and checked whole by :meth:`spaces`."""
 
-    def __init__(self, root: Path, progress: Progress | None = None) -> None:
+    def __init__(self, root: Path, progress: Progress | None = None, *, limits: MemoryLimits | None = None,
+                 files: WorkspaceLimits | None = None) -> None:  # fmt: skip
         self.root = root
         self.progress = progress or (lambda what, done, total: None)
+        self.limits = limits or MemoryLimits()  # the target store's caps
+        self.files = files or WorkspaceLimits()
         self.manifest = read_manifest(root)
         self.checksums: dict[str, str] = self.manifest["checksums"]
 
@@ -73,15 +86,20 @@ class BundleReader:
         return str(self.root / rel)
 
     def check_files(self) -> None:
-        """Every file listed and matching its checksum, and none besides."""
+        """Every file listed and matching its checksum, none besides, no link, and no workspace file or
+        space over the caps (checked before a byte is hashed)."""
         present: set[str] = set()
+        used: dict[str, int] = {}  # space -> bytes of its current workspace files
         for folder, dirs, names in os.walk(self.root):
             rel = os.path.relpath(folder, self.root)
             if rel == ".":
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
-            refuse_symlinks(folder, [*dirs, *(n for n in names if not (rel == "." and n.startswith(".")))])
+            names = [n for n in names if not (rel == "." and n.startswith("."))]
+            refuse_links(folder, dirs)
             prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            present.update(prefix + n for n in names if not (rel == "." and n.startswith(".")))
+            for name, st in zip(names, refuse_links(folder, names), strict=True):
+                self._check_size(prefix + name, st.st_size, used)
+            present.update(prefix + n for n in names)
         present.discard(MANIFEST)
         for rel in sorted(present - set(self.checksums)):
             raise InvalidPath("this file is not in the manifest's checksums: was the bundle changed?",
@@ -96,6 +114,24 @@ class BundleReader:
                 check_blob_name(rel, expected, self._where(rel))
             if n % 100 == 0 or n == len(self.checksums):
                 self.progress("check", n, len(self.checksums))
+
+    def _check_size(self, rel: str, size: int, used: dict[str, int]) -> None:
+        """A workspace file (or a kept version's blob) over the file cap, or a space's files over its quota,
+        is refused: an import keeps the limits every write keeps (a sparse file counts by the bytes it reads as)."""
+        parts = rel.split("/")
+        current = len(parts) > 4 and parts[0] == "spaces" and parts[2:4] == ["files", "current"]
+        if not current and parts[0] != "blobs":
+            return
+        cap = self.files.max_file_bytes
+        if size > cap:
+            raise TooLarge(f"{format_size(size)}, over the workspace file cap of {format_size(cap)} "
+                           "(AFI_MAX_FILE_SIZE)", path=self._where(rel))  # fmt: skip
+        if current:
+            used[parts[1]] = used.get(parts[1], 0) + size
+            quota = self.files.space_quota_bytes
+            if used[parts[1]] > quota:
+                raise TooLarge(f"the workspace files of space {parts[1]!r} pass its quota of {format_size(quota)} "
+                               "(AFI_SPACE_QUOTA)", path=self._where(rel))  # fmt: skip
 
     def spaces(self, only: str | None = None) -> list[SpaceData]:
         """Every space of the bundle (or the one named), parsed and checked."""
@@ -130,7 +166,7 @@ class BundleReader:
             if not rel.endswith(".md") or not NOTE_ID.match(file_id):
                 raise InvalidPath("a note file is named <12 hex id>.md", path=self._where(rel))
             ordered.append(note_from_markdown((self.root / rel).read_bytes(), self._where(rel), file_id))
-            check_note(ordered[-1][1], self._where(rel))
+            check_note(ordered[-1][1], self._where(rel), self.limits)
         orders = [o for o, _ in ordered]
         if sorted(orders) != list(range(1, len(orders) + 1)):
             raise InvalidPath("the notes' order fields are not 1, 2, … once each", path=self._where(f"{base}/notes"))
@@ -191,6 +227,10 @@ class BundleReader:
                                   path=self._where(rel))  # fmt: skip
             assert isinstance(kept, dict)
             kept[label] = block_from_markdown((self.root / rel).read_bytes(), self._where(rel))
+            content, cap = kept[label]["content"], self.limits.max_entry_text_chars
+            if len(content) > cap:
+                raise TooLarge(f"content has {len(content)} characters; the cap is {cap} (max_entry_text_chars)",
+                               path=self._where(rel))  # fmt: skip
         data.working_version, data.working_value = version, value
 
     def _lines(self, rel: str) -> list[tuple[int, dict[str, Any]]]:

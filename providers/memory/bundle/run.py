@@ -15,7 +15,7 @@ from afi.storage.database import open_database
 from ..claims import SpaceClaim
 from ..spaces import check_space_name
 from ..tree.at import instant
-from .apply import check_empty, discard, prepare, store_holds_nothing
+from .apply import Prepared, check_empty, discard, prepare, store_holds_nothing
 from .collect import store_spaces
 from .read import BundleReader
 from .write import BundleWriter, Progress
@@ -84,7 +84,7 @@ def import_bundle(provider: MemoryProvider, path: Path, owner: Owner, *, space: 
     """Import a bundle into empty spaces: every space under its own name, or with ``space``, the
     bundle's only space under that name (or, of several, the one of that name).
 
-    The whole bundle is checked before anything is written; each space is then one transaction.
+    The whole bundle is checked before anything is written; then all its spaces go in one transaction.
 
     Raises:
         InvalidPath / Unsupported: the bundle is not whole, not this format, or a record is broken.
@@ -93,7 +93,8 @@ def import_bundle(provider: MemoryProvider, path: Path, owner: Owner, *, space: 
     report = progress or _quiet
     if not path.is_dir():
         raise InvalidPath("a bundle is a folder (afi export -o FOLDER)", path=str(path))
-    reader = BundleReader(path, report)
+    limits = provider.fabric("default").memory.limits  # every space of a store has the same caps
+    reader = BundleReader(path, report, limits=limits, files=provider.workspace_limits)
     names = sorted(reader.manifest["spaces"])
     only = space if space is not None and (len(names) != 1 or space in names) else None
     datas = reader.spaces(only)
@@ -102,7 +103,8 @@ def import_bundle(provider: MemoryProvider, path: Path, owner: Owner, *, space: 
     database = open_database(provider.db)
     for data in datas:
         check_space_name(data.name)
-    claims = [SpaceClaim(provider.root, data.name) for data in datas]
+    claims = [SpaceClaim(provider.root, data.name, database) for data in datas]
+    prepared: list[Prepared] = []
     try:
         for claim in claims:  # what an import killed mid-way left is undone first
             claim.take(partial(store_holds_nothing, database, claim.space))
@@ -113,13 +115,13 @@ def import_bundle(provider: MemoryProvider, path: Path, owner: Owner, *, space: 
         for data, claim in zip(datas, claims, strict=True):
             embedder = provider.fabric(data.name).memory.embedder
             result.embedder = embedder.name
-            prepared = prepare(data, embedder, provider.root, report, claim.note)
-            try:
-                provider.import_space(owner(data.name), prepared)
-            finally:
-                discard(prepared)
+            prepared.append(prepare(data, embedder, provider.root, report, claim.note))
+        provider.import_spaces([(owner(data.name), ready) for data, ready in zip(datas, prepared, strict=True)])
+        for data in datas:
             result.spaces[data.name] = data.counts()
     finally:
+        for ready in prepared:
+            discard(ready)
         for claim in claims:
             claim.release()
     return result

@@ -18,7 +18,7 @@ from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
 from .errors import MemoryConflictError, MemoryValidationError
-from .fields import canonical_time, check_hex, validate_fields
+from .fields import MAX_LINKS, canonical_time, check_hex, check_stored_note, validate_fields
 from .memory import Memory, normalize_consent
 from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
@@ -135,8 +135,9 @@ class MemoryFabric:
             exclude = {note.id, *([note.supersedes] if note.supersedes else [])}
             if link_k:
                 derived = link_neighbors(candidates, link_k, exclude)
-                if derived:
-                    note = note.model_copy(update={"links": merge_links(derived, incoming.links, note.links)})
+                merged = merge_links(derived, incoming.links, note.links) if derived else []
+                if derived and len(merged) <= MAX_LINKS:  # derived links never push a note past the cap
+                    note = note.model_copy(update={"links": merged})
                     memory.store.update_note(memory.scope, note)
             if patch_k:
                 evolve_neighbors(memory, candidates, keywords=incoming.keywords, context=incoming.context,
@@ -186,6 +187,7 @@ class MemoryFabric:
                 return note
         if plan.action == "update" and plan.target is not None:
             note = merge_notes(plan.target, incoming, now=now)
+            check_stored_note(note, self.memory.limits)  # the union of two notes' lists keeps their caps
             store.update_note(scope, note, embedding)
             return note
         if plan.action == "supersede" and plan.target is not None:

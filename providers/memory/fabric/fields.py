@@ -2,21 +2,46 @@
 
 Every check raises MemoryValidationError (or MemoryLimitError for size) naming the field and what it
 accepts, so a door can pass the message on to a person as it is.
+
+The caps on a note's fields are set here once, and every path into the store is held to them: each
+door's write and ``remember`` (through :func:`validate_fields`), a fold that unions a note's lists,
+and an import, whose notes are checked whole (:func:`check_stored_note`). Content and context are
+capped by the memory's ``max_entry_text_chars``; the lists by :data:`MAX_LIST_ITEMS` (tags, keywords),
+:data:`MAX_LINKS` and :data:`MAX_SOURCE_IDS`, each item by :data:`MAX_ITEM_CHARS`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import MemoryLimitError, MemoryValidationError
-from .types import NoteLink
+from .types import MemoryNote, NoteLink
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .memory import Memory, MemoryLimits
 
-__all__ = ["ISO_8601", "canonical_time", "check_hex", "check_name", "validate_fields"]
+__all__ = [
+    "ISO_8601",
+    "MAX_ITEM_CHARS",
+    "MAX_LINKS",
+    "MAX_LIST_ITEMS",
+    "MAX_NAME_CHARS",
+    "MAX_SOURCE_IDS",
+    "canonical_time",
+    "check_hex",
+    "check_name",
+    "check_stored_note",
+    "validate_fields",
+]
+
+MAX_NAME_CHARS = 200  # a note's name
+MAX_LIST_ITEMS = 256  # tags or keywords of one note
+MAX_LINKS = 4096  # links of one note (an entity of a knowledge graph may have thousands of relations)
+MAX_SOURCE_IDS = 1024  # source_entry_ids of one note
+MAX_ITEM_CHARS = 200  # one tag, keyword, link relation or source entry id
 
 
 # ISO 8601's shape, checked before Python's parser, which also takes "1" * 5000 (a time in year 1111).
@@ -64,22 +89,43 @@ def check_hex(value: Any, label: str) -> str:
 def check_name(value: Any) -> str:
     """Given a note name, return it; raise MemoryValidationError unless it is 1..200 characters
     without '/', NUL or a leading '.'."""
-    if not isinstance(value, str) or not 1 <= len(value) <= 200:
-        raise MemoryValidationError("name must be a string of 1..200 characters")
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_NAME_CHARS:
+        raise MemoryValidationError(f"name must be a string of 1..{MAX_NAME_CHARS} characters")
     if "/" in value or "\x00" in value or value.startswith("."):
         raise MemoryValidationError(f"name {value!r} may not contain '/' or NUL, nor start with '.'")
     return value
 
 
+def _count(value: list[Any] | tuple[Any, ...], label: str, cap: int) -> None:
+    if len(value) > cap:
+        raise MemoryLimitError(f"{label} has {len(value)} items; the cap is {cap}")
+
+
+def _chars(value: str, label: str, cap: int, what: str) -> None:
+    if len(value) > cap:
+        raise MemoryLimitError(f"{label} has {len(value)} characters; the cap is {cap}{what}")
+
+
 def _strings(value: Any, label: str) -> list[str]:
     if not isinstance(value, list | tuple) or any(not isinstance(v, str) or not v or "\x00" in v for v in value):
         raise MemoryValidationError(f"{label} must be a list of non-empty strings without NUL characters")
+    _count(value, label, MAX_SOURCE_IDS if label == "source_entry_ids" else MAX_LIST_ITEMS)
+    for item in value:
+        _chars(item, f"an item of {label}", MAX_ITEM_CHARS, "")
     return list(dict.fromkeys(value))
+
+
+def _weight(weight: Any) -> bool:
+    """Whether a link weight is absent or a finite number in [0, 1]."""
+    return weight is None or (
+        not isinstance(weight, bool) and isinstance(weight, int | float) and math.isfinite(weight) and 0 <= weight <= 1
+    )
 
 
 def _links(value: Any) -> list[NoteLink]:
     if not isinstance(value, list | tuple):
         raise MemoryValidationError("links must be a list of {id, relation?, weight?}")
+    _count(value, "links", MAX_LINKS)
     out: list[NoteLink] = []
     for link in value:
         raw = link.model_dump() if isinstance(link, NoteLink) else link
@@ -90,9 +136,8 @@ def _links(value: Any) -> list[NoteLink]:
         weight = raw.get("weight")
         if not isinstance(relation, str):
             raise MemoryValidationError("link relation must be a string")
-        if weight is not None and (
-            isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1
-        ):
+        _chars(relation, "a link relation", MAX_ITEM_CHARS, "")
+        if not _weight(weight):
             raise MemoryValidationError("link weight must be a number in [0,1]")
         out.append(NoteLink(id=raw["id"], relation=relation, weight=weight))
     return out
@@ -127,13 +172,15 @@ def validate_fields(memory: Memory, kind: str, now: str, **given: Any) -> dict[s
             f[key] = _strings(f[key], key)
     if "context" in f and (not isinstance(f["context"], str) or not f["context"].strip()):
         raise MemoryValidationError("context must be a non-empty string")
+    if "context" in f:
+        _chars(f["context"], "context", memory.limits.max_entry_text_chars, " (max_entry_text_chars)")
     if "links" in f:
         f["links"] = _links(f["links"])
     if "supersedes" in f:
         check_hex(f["supersedes"], "supersedes")
     if "importance" in f:
         imp = f["importance"]
-        if isinstance(imp, bool) or not isinstance(imp, int | float) or not 0 <= imp <= 1:
+        if isinstance(imp, bool) or not isinstance(imp, int | float) or not math.isfinite(imp) or not 0 <= imp <= 1:
             raise MemoryValidationError("importance must be a number in [0,1]")
         f["importance"] = float(imp)
     if "reflection_id" in f:
@@ -153,12 +200,43 @@ def validate_fields(memory: Memory, kind: str, now: str, **given: Any) -> dict[s
         content = f["content"]
         if not isinstance(content, str) or not content.strip():
             raise MemoryValidationError("content must be a non-empty string")
-        cap = memory.limits.max_entry_text_chars
-        if len(content) > cap:
-            raise MemoryLimitError(f"content has {len(content)} characters; the cap is {cap} (max_entry_text_chars)")
+        _chars(content, "content", memory.limits.max_entry_text_chars, " (max_entry_text_chars)")
     elif kind in ("fact", "procedure", "working") and "reflection_id" not in f:
         raise MemoryValidationError(f'content is required for kind "{kind}"')
     return f
+
+
+def check_stored_note(note: MemoryNote, limits: MemoryLimits) -> None:
+    """Given a whole note as it would be stored (read from a bundle, or a fold's union), refuse it unless it
+    keeps the caps every write keeps, and its values are ones the store writes.
+
+    Raises:
+        MemoryLimitError: a field over its cap, named.
+        MemoryValidationError: importance or a link weight not a finite number in [0,1], a note that
+            supersedes itself.
+    """
+    cap, what = limits.max_entry_text_chars, " (max_entry_text_chars)"
+    _chars(note.content, "content", cap, what)
+    if note.context is not None:
+        _chars(note.context, "context", cap, what)
+    for label in ("tags", "keywords", "source_entry_ids"):
+        items = getattr(note, label)
+        _count(items, label, MAX_SOURCE_IDS if label == "source_entry_ids" else MAX_LIST_ITEMS)
+        for item in items:
+            _chars(item, f"an item of {label}", MAX_ITEM_CHARS, "")
+    _count(note.links, "links", MAX_LINKS)
+    for link in note.links:
+        check_hex(link.id, "link id")
+        _chars(link.relation, "a link relation", MAX_ITEM_CHARS, "")
+        if not _weight(link.weight):
+            raise MemoryValidationError(f"link weight must be a number in [0,1], not {link.weight!r}")
+    imp = note.importance
+    if imp is not None and (not math.isfinite(imp) or not 0 <= imp <= 1):
+        raise MemoryValidationError(f"importance must be a number in [0,1], not {imp!r}")
+    if note.supersedes is not None:
+        check_hex(note.supersedes, "supersedes")
+        if note.supersedes == note.id:
+            raise MemoryValidationError("supersedes is the note's own id: a note cannot supersede itself")
 
 
 def _check_block(block: Any) -> str:

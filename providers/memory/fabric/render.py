@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from .errors import MemoryValidationError
+from .front_matter import load_front_matter, yaml_problem
 from .types import MemoryNote
 
 __all__ = [
@@ -158,7 +159,8 @@ def parse_note(text: str) -> tuple[dict[str, Any], str]:
     """Given written Markdown, return (writable front-matter fields, content).
 
     Text without front matter is all content. Raises MemoryValidationError for malformed YAML,
-    a front matter that is not a mapping, or an unknown field.
+    a front matter that is not a mapping, nested too deeply, or with an unknown field, and
+    MemoryLimitError for one over its cap (:mod:`.front_matter`).
     """
     if not text.startswith("---\n") and text.strip() != "---":
         return {}, _strip_final_newline(text)
@@ -172,9 +174,11 @@ def parse_note(text: str) -> tuple[dict[str, Any], str]:
     raw = text[4 : end + 1]
     body = text[end + closing :]
     try:
-        loaded = yaml.safe_load(raw) if raw.strip() else {}
+        loaded = load_front_matter(raw) if raw.strip() else {}
     except yaml.YAMLError as err:
-        raise MemoryValidationError(f"the front matter is not valid YAML: {err}") from None
+        line, problem = yaml_problem(err, raw)
+        where = f" (line {line})" if line is not None else ""
+        raise MemoryValidationError(f"the front matter is not valid YAML{where}: {problem}") from None
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):

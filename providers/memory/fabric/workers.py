@@ -12,6 +12,7 @@ from typing import Any
 
 from .consolidate import DEFAULT_THRESHOLD, FoldCandidate, union
 from .errors import MemoryValidationError
+from .fields import MAX_LIST_ITEMS
 from .memory import Memory
 from .types import NoteLink
 
@@ -134,6 +135,8 @@ def evolve_neighbors(
         new_context = note.context if note.context is not None else context
         if merged == note.keywords and new_context == note.context:
             continue
+        if len(merged) > MAX_LIST_ITEMS:
+            continue  # at the keyword cap: the neighbour keeps its annotations
         payload = json.dumps({"keywords": merged, "context": new_context}).encode()
         if len(payload) > max_bytes:
             continue  # over the worker byte budget: the neighbour keeps its annotations

@@ -5,17 +5,19 @@ The memory tool gives the model a folder of files it views, creates and edits by
 what the model remembers, and it will look for them again. So each file is written unchanged to
 ``/files/memories/<path>`` in the workspace, where the model's own file operations keep working
 and the file note of each text file makes it recallable. Names starting with ``.``, symbolic
-links and special files are left out and reported; a file over the workspace's file cap is
-refused before anything is written.
+and hard links (which may be files outside the folder) and special files are left out and
+reported; a file over the workspace's file cap is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from afi.errors import TooLarge
 
+from ..workspace.quota import format_size
 from .plan import FileItem, ImportPlan, ReadLimits, bad_input
 
 __all__ = ["TARGET", "read_claude_memories"]
@@ -41,12 +43,13 @@ def read_claude_memories(path: Path, limits: ReadLimits) -> ImportPlan:
         for name in sorted(files):
             rel = name if base == "." else f"{base}/{name}"
             full = Path(folder) / name
-            if name.startswith(".") or full.is_symlink() or not full.is_file():
+            st = full.lstat()
+            if name.startswith(".") or not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:  # a link may be outside
                 hidden.append(rel)
                 continue
             plan.files.append(_item(full, rel, limits))
     if hidden:
-        plan.skipped.append(f"{len(hidden)} hidden or special: {', '.join(sorted(hidden)[:5])}")
+        plan.skipped.append(f"{len(hidden)} hidden, linked or special: {', '.join(sorted(hidden)[:5])}")
     return plan
 
 
@@ -54,7 +57,8 @@ def _item(full: Path, rel: str, limits: ReadLimits) -> FileItem:
     size = full.stat().st_size
     if size > limits.max_file_bytes:  # said before reading a file too large to keep
         cap = limits.max_file_bytes
-        raise TooLarge(f"{rel}: {size} bytes, over the workspace file cap of {cap} (AFI_MAX_FILE_SIZE)")
+        raise TooLarge(f"{rel}: {format_size(size)}, over the workspace file cap of {format_size(cap)} "
+                       "(AFI_MAX_FILE_SIZE)")  # fmt: skip
     try:
         return FileItem(rel, f"{TARGET}/{rel}", full.read_bytes())
     except OSError as err:

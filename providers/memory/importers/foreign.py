@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from afi.provider import Caller
@@ -42,12 +43,14 @@ def import_foreign(
     """Given a source in a foreign format (``fmt``, or None to detect it), write it into ``space`` as
     its local owner and return what was done.
 
-    The whole source is read and checked first; nothing is written unless all of it can be.
+    The whole source is read and checked first; nothing is written unless all of it can be, and then
+    all of it is written in one transaction (a kill -9 midway leaves the store as it was).
 
     Raises:
         InvalidPath: an unknown format, a source the format does not take, or a bad record (the message
             names the file and line or record).
         TooLarge: a note or file over the store's caps, named.
+        Conflict: another import or fork into the space is running.
     """
     path = Path(path).expanduser()
     if fmt is not None and fmt not in READERS:
@@ -64,5 +67,7 @@ def import_foreign(
     plan = READERS[chosen](path, limits)
     check_plan(provider, space, plan)
     report = ImportReport(format=chosen, label=plan.label, skipped=plan.skipped, unresolved=plan.unresolved)
-    write_plan(provider, Caller(principal="local", space=space), plan, report, progress)
+    caller = Caller(principal="local", space=space)
+    write = partial(write_plan, provider, caller, plan, report, progress)
+    provider.import_whole(caller, write, files=bool(plan.files))  # whole or not at all
     return report

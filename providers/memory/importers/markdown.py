@@ -1,7 +1,8 @@
 """A Markdown folder or an Obsidian vault: every ``.md`` file a note, its links between the notes.
 
 Files and folders whose name starts with ``.`` (``.obsidian/``, ``.trash/``, ``.git/``) are left
-out silently; other files that are not ``.md`` (attachments) are reported as skipped. A note is
+out silently; other files that are not ``.md`` (attachments), and symbolic or hard links (which may
+be files outside the folder), are reported as skipped. A note is
 named from its file name (:mod:`.names`); ``[[Target]]``, ``[[Target|alias]]``,
 ``[[Target#Heading]]`` and ``![[Target]]`` resolve as Obsidian resolves them: by path within the
 vault, else by file name, case-insensitively (the shortest path wins a tie), and a relative
@@ -14,8 +15,12 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from pathlib import Path
 
+from afi.errors import TooLarge
+
+from ..workspace.quota import format_size
 from .markup import parse_markup
 from .names import NameBook
 from .plan import LINKS_TO, FileItem, ImportPlan, NoteItem, ReadLimits, bad_input, read_text
@@ -51,6 +56,10 @@ def _read(path: Path, limits: ReadLimits, label: str) -> ImportPlan:
     by_path: dict[str, str] = {}  # lower-cased path without .md -> key
     pending: list[tuple[NoteItem, list[str], list[str]]] = []
     for rel in found:
+        size = (root / rel).stat().st_size
+        if size > limits.max_file_bytes:  # said before reading a file too large to keep even as a file
+            raise TooLarge(f"{rel}: {format_size(size)}, over the workspace file cap of "
+                           f"{format_size(limits.max_file_bytes)} (AFI_MAX_FILE_SIZE)")  # fmt: skip
         text = read_text(root / rel, rel)
         markup = parse_markup(text, rel)
         if not markup.body.strip():
@@ -98,10 +107,11 @@ def _walk(root: Path, plan: ImportPlan) -> list[str]:
             if name.startswith("."):
                 continue
             rel = name if base == "." else f"{base}/{name}"
-            if (Path(folder) / name).is_symlink():  # it may point anywhere: only what the folder holds is read
-                links.append(rel)
+            st = (Path(folder) / name).lstat()
+            if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                links.append(rel)  # it may be a file anywhere: only what the folder holds is read
                 continue
-            if not (Path(folder) / name).is_file():
+            if not stat.S_ISREG(st.st_mode):
                 continue
             (found if name.lower().endswith((".md", ".markdown")) else others).append(rel)
     if others:
@@ -111,7 +121,7 @@ def _walk(root: Path, plan: ImportPlan) -> list[str]:
         plan.skipped.append(f"{len(others)} file(s) not Markdown: {shown}")
     if links:
         plan.skipped.append(
-            f"{len(links)} symbolic link(s), not followed: {', '.join(links[:_SHOWN_SKIPS])}"
+            f"{len(links)} symbolic or hard link(s), not followed: {', '.join(links[:_SHOWN_SKIPS])}"
             + (f", … ({len(links) - _SHOWN_SKIPS} more)" if len(links) > _SHOWN_SKIPS else "")
         )
     return sorted(found)

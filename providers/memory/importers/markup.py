@@ -15,14 +15,16 @@ from urllib.parse import unquote
 
 import yaml
 
+from afi.errors import AfiError
+
 from ..fabric.errors import MemoryValidationError
 from ..fabric.fields import canonical_time
+from ..fabric.front_matter import load_front_matter, yaml_problem
 from .plan import bad_input
 
 __all__ = ["Markup", "parse_markup"]
 
 _PROCEDURE_KINDS = frozenset({"procedure", "procedures", "how-to", "howto", "runbook", "recipe", "playbook"})
-_MAX_VALUES = 100_000
 _MAPPED = frozenset({"tags", "tag", "aliases", "alias", "kind", "type", "created", "date"})
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -88,42 +90,20 @@ def _split(text: str, where: str) -> tuple[dict[str, Any], str]:
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
     if end is None:
         raise bad_input(where, "the front matter starts with '---' but has no closing '---' line")
+    head = "\n".join(lines[1:end])
     try:
-        loaded = _load_front("\n".join(lines[1:end]), where)
-    except RecursionError:
-        raise bad_input(where, "the front matter is nested too deeply to read") from None
+        loaded = load_front_matter(head)
+    except AfiError as err:
+        raise type(err)(f"{where}: {err.message}") from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 2}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "cannot be parsed"
+        number, problem = yaml_problem(err, head)
+        line = f" line {number}" if number is not None else ""
         raise bad_input(f"{where}{line}", f"the front matter is not valid YAML: {problem}") from None
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
         raise bad_input(where, "the front matter must be a YAML mapping of field: value")
     return loaded, "\n".join(lines[end + 1 :])
-
-
-def _load_front(text: str, where: str) -> Any:
-    """The front matter's YAML, refused when its aliases (``*a``) would expand it past
-    :data:`_MAX_VALUES` values (a "billion laughs" of a few lines would otherwise eat the memory)."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    sizes: dict[int, int] = {}
-
-    def size(item: yaml.Node) -> int:
-        if id(item) not in sizes:
-            sizes[id(item)] = 0  # a node that holds itself counts once
-            children: list[yaml.Node] = []
-            if isinstance(item, yaml.SequenceNode):
-                children = list(item.value)
-            elif isinstance(item, yaml.MappingNode):
-                children = [part for pair in item.value for part in pair]
-            sizes[id(item)] = min(1 + sum(size(child) for child in children), _MAX_VALUES + 1)
-        return sizes[id(item)]
-
-    if node is not None and size(node) > _MAX_VALUES:
-        raise bad_input(where, f"the front matter holds over {_MAX_VALUES} values once its aliases are expanded")
-    return yaml.safe_load(text)
 
 
 def _words(value: Any, *, split: bool = True) -> list[str]:

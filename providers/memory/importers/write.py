@@ -3,7 +3,9 @@
 Every note is checked as ``remember`` would check it, and every file's path and size as the
 workspace would, before the first write: a source that would fail half-way fails before it
 starts, naming the record. The writes are the provider's own (``remember``, ``write``), each locked
-and audited, so indexes, versions and file notes stay what any other door would leave.
+and audited, so indexes, versions and file notes stay what any other door would leave; they all go
+in one transaction (the provider's ``import_whole``), each file recorded in its journal first, so
+the import is whole or not at all.
 
 Importing the same source again changes nothing: a note is written by name with consolidation on,
 so the same name with the same text folds into the note already there (same id, tags and links
@@ -23,7 +25,9 @@ from afi.provider import Caller
 from ..fabric.fields import validate_fields
 from ..fabric.lexical import normalize_note_text
 from ..fabric.store import iso_now
+from ..journal import FileJournal
 from ..provider import MemoryProvider
+from ..workspace.quota import format_size
 from ..workspace.workspace import is_reserved
 from .plan import FileItem, ImportPlan, NoteItem
 from .report import ImportReport
@@ -57,15 +61,16 @@ def check_plan(provider: MemoryProvider, space: str, plan: ImportPlan) -> None:
         if is_reserved(item.rel):
             raise InvalidPath(f"{item.where}: its name is reserved for the workspace's temporary files")
         if len(item.data) > cap:
-            raise TooLarge(f"{item.where}: {len(item.data)} bytes, over the workspace file cap of {cap} "
-                           "(AFI_MAX_FILE_SIZE)")  # fmt: skip
+            raise TooLarge(f"{item.where}: {format_size(len(item.data))}, over the workspace file cap of "
+                           f"{format_size(cap)} (AFI_MAX_FILE_SIZE)")  # fmt: skip
 
 
 def write_plan(provider: MemoryProvider, caller: Caller, plan: ImportPlan, report: ImportReport,
-               progress: Progress | None) -> None:  # fmt: skip
-    """Write a checked plan's notes, then the links that point forward, then its files, counting into
-    ``report``; ``progress(done, total)`` after each write. A note whose links all point to notes
-    already written gets them with its first write; the others get them in a second, folding one."""
+               progress: Progress | None, journal: FileJournal | None) -> None:  # fmt: skip
+    """Write a checked plan's notes, then the links that point forward, then its files (each recorded in
+    ``journal`` first), counting into ``report``; ``progress(done, total)`` after each write. A note
+    whose links all point to notes already written gets them with its first write; the others get them
+    in a second, folding one."""
     ids: dict[str, str] = {}
     later = _forward(plan.notes)
     total = len(plan.notes) + len(later) + len(plan.files)
@@ -84,7 +89,7 @@ def write_plan(provider: MemoryProvider, caller: Caller, plan: ImportPlan, repor
             done += 1
             tick(done, total)
     for item in plan.files:
-        _write_file(provider, caller, item, report)
+        _write_file(provider, caller, item, report, journal)
         done += 1
         tick(done, total)
     report.links = sum(len(note.links) for note in plan.notes)
@@ -130,7 +135,8 @@ def _remember(provider: MemoryProvider, caller: Caller, note: NoteItem, links: l
     return written.id
 
 
-def _write_file(provider: MemoryProvider, caller: Caller, item: FileItem, report: ImportReport) -> None:
+def _write_file(provider: MemoryProvider, caller: Caller, item: FileItem, report: ImportReport,
+                journal: FileJournal | None) -> None:  # fmt: skip
     path = f"/files/{item.rel}"
     try:
         same = provider.stat(caller, path).size == len(item.data) and provider.read(caller, path).data == item.data
@@ -139,5 +145,7 @@ def _write_file(provider: MemoryProvider, caller: Caller, item: FileItem, report
     if same:
         report.files_unchanged += 1
         return
+    assert journal is not None, "a plan with files is written with a journal"
+    journal.before_write(item.rel, item.data)
     provider.write(caller, path, item.data)
     report.files_written += 1

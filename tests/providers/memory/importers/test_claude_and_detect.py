@@ -37,7 +37,7 @@ def test_a_claude_memory_directory_stays_files_under_files_memories(tmp_path: Pa
     file_note = provider.fabric("default").find_file("memories/projects/afi.md")
     assert file_note is not None and "zebra release" in file_note.content
     assert report.summary() == (
-        "imported 2 files from a Claude memory directory; skipped: 1 hidden or special: .DS_Store"
+        "imported 2 files from a Claude memory directory; skipped: 1 hidden, linked or special: .DS_Store"
     )
     again = import_foreign(provider, tmp_path / "memories", fmt="claude-memories", space="default")
     assert (again.files_written, again.files_unchanged) == (0, 2)

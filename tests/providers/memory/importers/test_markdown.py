@@ -126,6 +126,6 @@ def test_a_note_the_store_refuses_is_named_before_anything_is_written(tmp_path: 
     (folder / "a.md").write_text("Fine.\n")
     (folder / "b.md").write_text("x" * 5000)
     provider.workspace_limits = type(provider.workspace_limits)(max_file_bytes=100)
-    with pytest.raises(TooLarge, match=r"^b\.md: 5000 bytes, over the workspace file cap of 100"):
+    with pytest.raises(TooLarge, match=r"^b\.md: 4\.9 KiB \(5,000 bytes\), over the workspace file cap of 100 bytes"):
         import_foreign(provider, folder, fmt=None, space="default")
     assert names(provider, "/facts") == []
