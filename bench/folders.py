@@ -25,16 +25,11 @@ from typing import Any
 
 import httpx
 
-from ._common import RESULTS_DIR, comparison, comparisons, print_table, write_result
+from ._common import RESULTS_DIR, comparison, comparisons, print_table, process_cpu, write_result
 
 __all__ = ["run"]
 
 QUERY = "line 4242"
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _make(folder: Path, n: int) -> None:
@@ -56,12 +51,12 @@ def _pages(http: httpx.Client, pid: int, method: str, route: str, args: dict[str
     """Follow a listing's or a search's cursors to the end; return each page's (wall ms, server CPU ms)."""
     out, cursor = [], None
     while True:
-        cpu, started = _cpu(pid), time.perf_counter()
+        cpu, started = process_cpu(pid), time.perf_counter()
         if method == "GET":
             answer = http.get(route, params={**args, **({"cursor": cursor} if cursor else {})})
         else:
             answer = http.post(route, json={**args, **({"cursor": cursor} if cursor else {})})
-        out.append(((time.perf_counter() - started) * 1000, (_cpu(pid) - cpu) * 1000))
+        out.append(((time.perf_counter() - started) * 1000, (process_cpu(pid) - cpu) * 1000))
         answer.raise_for_status()
         cursor = answer.json().get("next_cursor")
         if not cursor:
@@ -99,9 +94,10 @@ def measure(n: int) -> dict[str, Any]:
             first_search = _figures(_pages(http, pid, "POST", "/afi/search", search))
             list_100 = _figures(_pages(http, pid, "GET", "/afi/list", {"path": "/files/big", "limit": 100}))
             list_1000 = _figures(_pages(http, pid, "GET", "/afi/list", {"path": "/files/big", "limit": 1000}))
-            cpu, started = _cpu(pid), time.perf_counter()
+            cpu, started = process_cpu(pid), time.perf_counter()
             http.get("/ui/browse", params={"path": "/files/big"}).raise_for_status()
-            browse = {"ms": round((time.perf_counter() - started) * 1000, 1), "cpu_ms": round((_cpu(pid) - cpu) * 1000)}
+            wall, cpu = time.perf_counter() - started, process_cpu(pid) - cpu
+            browse = {"ms": round(wall * 1000, 1), "cpu_ms": round(cpu * 1000)}
             again = _figures(_pages(http, pid, "POST", "/afi/search", search))
     return {"files": n, "made_s": round(made_s, 1), "scandir_ms": round(statistics.median(scandir), 1),
             "grep_ms": round(grep_ms, 1), "grep_files": len(grep.stdout.splitlines()), "list_100": list_100,

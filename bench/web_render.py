@@ -10,7 +10,6 @@ long README are written to ``/files`` of a real ``afi serve``; each page's CPU i
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from typing import Any
 import httpx
 from markdown_it import MarkdownIt
 
-from ._common import RESULTS_DIR, comparison, comparisons, print_table, write_result
+from ._common import RESULTS_DIR, comparison, comparisons, print_table, process_cpu, write_result
 
 __all__ = ["bombs", "run"]
 
@@ -42,11 +41,6 @@ def bombs(scale: float) -> dict[str, str]:
     }
 
 
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(scale: float) -> list[dict[str, Any]]:
     from tests.support.servers import start_afi_serve
 
@@ -62,11 +56,11 @@ def measure(scale: float) -> list[dict[str, Any]]:
             for name, text in bombs(scale).items():
                 path = f"/files/{name.replace(' ', '-')}.md"
                 http.put("/afi/write", params={"path": path}, content=text.encode()).raise_for_status()
-                cpu, started = _cpu(server.process.pid), time.perf_counter()
+                cpu, started = process_cpu(server.process.pid), time.perf_counter()
                 page = http.get("/ui/browse", params={"path": path})
                 page.raise_for_status()
                 wall = time.perf_counter() - started
-                ours = _cpu(server.process.pid) - cpu
+                ours = process_cpu(server.process.pid) - cpu
                 started = time.process_time()
                 whole.render(text.encode()[:SHOWN].decode("utf-8", "ignore"))
                 before = time.process_time() - started

@@ -331,3 +331,49 @@ def test_web_render_figures_are_consistent(tmp_path: Path) -> None:
     (pair,) = _compared(result, 1)
     worst = max(row["cpu_ms"] for row in pages.values())
     assert _same(pair, worst, max(row["whole_render_cpu_ms"] for row in pages.values()))
+
+
+HOSTILE_FAMILIES = ["HTTP corpus", "paths not UTF-8", "loose Origins", "cross-resource tokens", "render bombs",
+                    "front matter", "sparse writes", "big file", "big folder"]  # fmt: skip
+
+
+def test_hostile_cpu_figures_are_consistent(tmp_path: Path) -> None:
+    """Every family sent its inputs, each figure agrees with the others, and the comparisons state the
+    worst request beside the 1 s goal, a plain stat and a plain write (none of them asserted small)."""
+    from tests.bindings.http.test_http_not_utf8 import cases
+    from tests.support.http_corpus import corpus
+
+    result = _quick("hostile_cpu", tmp_path)
+    families, baseline = result["families"], result["baseline"]
+    assert result["bench"] == "hostile_cpu" and result["quick"] is True and result["server_alive_at_the_end"]
+    assert sorted(families) == sorted(HOSTILE_FAMILIES)  # the file's keys are sorted
+    assert families["HTTP corpus"]["requests"] == len(corpus())
+    assert families["paths not UTF-8"]["requests"] == len(cases())
+    assert families["sparse writes"]["requests"] == 20 and families["big file"]["requests"] == 4  # 30 MB: a page
+    assert families["big folder"]["requests"] >= 5 + 1 + 1  # 5,000 files: 5 list pages, the page, a search page
+    plain = ("GET /afi/stat?path=/", "PUT /afi/write of 4 KiB")
+    assert sorted(baseline) == sorted(plain) and all(baseline[name]["requests"] == 200 for name in plain)
+    for name, figures in {**families, **baseline}.items():
+        cpu, statuses = figures["cpu_ms"], figures["statuses"]
+        assert figures["requests"] > 0 and sum(statuses.values()) == figures["requests"], name
+        assert figures["5xx"] == sum(n for code, n in statuses.items() if int(code) >= 500), name
+        assert figures["no_answer"] == statuses.get("0", 0), name
+        assert 0 <= cpu["p50"] <= cpu["p99"] <= cpu["max"] == figures["heaviest"][0]["cpu_ms"], name
+        assert cpu["mean"] == pytest.approx(cpu["total"] / figures["requests"], abs=0.01), name
+        assert (figures["over_1s_cpu"] > 0) == (cpu["max"] > 1000), name
+    for key in ("requests", "5xx", "no_answer", "over_1s_cpu"):
+        assert result["totals"][key] == sum(figures[key] for figures in families.values()), key
+    assert result["goals_met"] == {
+        "every_family_no_5xx": result["totals"]["5xx"] == 0,
+        "every_family_none_over_1s_cpu": result["totals"]["over_1s_cpu"] == 0,
+    }
+    problems = result["problems"]
+    assert all(p["status"] >= 500 or p["status"] == 0 or p["cpu_ms"] > 1000 for p in problems)
+    assert len(problems) >= max(result["totals"][key] for key in ("5xx", "no_answer", "over_1s_cpu"))
+    worst = max(figures["cpu_ms"]["max"] for figures in families.values())
+    assert result["worst"]["cpu_ms"] == worst and result["worst"]["family"] in families
+    stat, write = (baseline[name]["cpu_ms"]["mean"] for name in plain)
+    pairs = _compared(result, 3)
+    assert _same(pairs[0], worst, 1000)
+    assert _same(pairs[1], worst, stat)
+    assert result["worst_write"]["method"] == "PUT" and _same(pairs[2], result["worst_write"]["cpu_ms"], write)

@@ -6,11 +6,8 @@ answer to bad input; so is a 4xx without ``{"error": {code, message, path?}}``.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
@@ -18,51 +15,8 @@ import pytest
 
 from afi.errors import HTTP_STATUS
 from tests.support.http_corpus import FILE, Case, corpus
+from tests.support.http_raw import Answer, exchange
 from tests.support.servers import AfiServer, start_afi_serve
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-def exchange(address: tuple[str, int], raw: bytes, timeout: float = 60) -> Answer | None:
-    """Send ``raw`` on a fresh connection; return the answer, or None when the server closed without one."""
-    chunks: list[bytes] = []
-    with socket.create_connection(address, timeout=timeout) as sock:
-        with contextlib.suppress(OSError):  # the server may answer (and close) before it has read everything
-            sock.sendall(raw)
-        try:
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-        except ConnectionResetError:
-            pass
-    data = b"".join(chunks)
-    if not data:
-        return None
-    head, _, body = data.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding") == "chunked":
-        body = _unchunk(body)
-    return Answer(int(status_line.split()[1]), headers, body)
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = []
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out.append(data[:size])
-        data = data[size + 2 :]
-    return b"".join(out)
 
 
 def problem_of(case: Case, answer: Answer | None) -> str | None:

@@ -15,8 +15,8 @@ from urllib.parse import quote_from_bytes, urlsplit
 import httpx
 import pytest
 
-from tests.bindings.http.test_http_attacks import exchange
 from tests.support.hostile import BAD_UTF8, Tally
+from tests.support.http_raw import exchange
 from tests.support.servers import AfiServer, start_afi_serve
 
 SEED_FILE = "/files/seed.txt"

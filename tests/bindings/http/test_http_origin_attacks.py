@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.bindings.http.test_http_attacks import exchange
+from tests.support.http_raw import exchange
 from tests.support.servers import AfiServer, start_afi_serve
 
 BAIT = "/files/bait.txt"
