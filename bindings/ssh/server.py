@@ -30,6 +30,7 @@ from afi.errors import AfiError, Internal, RateLimited, TooLarge, Unsupported
 from afi.provider import Caller, Provider
 
 from .base import error_line, no_input
+from .codec import ENCODING, heal
 from .rpc import RpcEndpoint
 from .sftp import DEFAULT_MAX_UPLOAD, AfiSFTPServer
 from .sftp_local import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
@@ -239,7 +240,7 @@ class _SshServer:
 
         def stdin() -> Iterator[bytes]:
             # Read at most one byte past the cap: a client cannot stream gigabytes into the server.
-            data = asyncio.run_coroutine_threadsafe(process.stdin.read(cap + 1), loop).result()
+            data = asyncio.run_coroutine_threadsafe(_read_at_most(process.stdin, cap + 1), loop).result()
             if len(data) > cap:
                 raise TooLarge(f"standard input is over the {cap}-byte upload cap")
             if data:
@@ -265,7 +266,7 @@ class _SshServer:
                 continue
             if line == "":
                 break
-            line = line.strip()
+            line = heal(line).strip()
             if line in ("exit", "logout", "quit"):
                 break
             if not line:
@@ -290,7 +291,7 @@ class _SshServer:
                 break
             if not line.strip():
                 continue
-            response = await asyncio.to_thread(endpoint.handle_line, line)
+            response = await asyncio.to_thread(endpoint.handle_line, heal(line))
             if response is not None:
                 process.stdout.write(response + "\n")
                 await process.stdout.drain()
@@ -351,7 +352,7 @@ async def start_ssh_server(
         process_factory=lambda process: holder["server"].session(process),
         sftp_factory=lambda chan: holder["server"].sftp(chan),
         allow_scp=True,
-        encoding="utf-8",
+        encoding=ENCODING,  # UTF-8 that holds no byte back (.codec)
         errors="surrogateescape",
         line_editor=True,
         keepalive_interval=60,
@@ -359,3 +360,17 @@ async def start_ssh_server(
     bound = acceptor.get_port() or port
     holder["server"] = _SshServer(provider, verify_key, keyless, limits, agents_snippet(shown_host or host, bound))
     return acceptor
+
+
+async def _read_at_most(stream: asyncssh.SSHReader[str], size: int) -> str:
+    """Read ``stream`` to its end or to ``size`` characters, whichever comes first (one ``read(n)``
+    returns only what has arrived: a 200,000-byte upload was cut at 65,536, exit 0)."""
+    parts: list[str] = []
+    left = size
+    while left > 0:
+        chunk = await stream.read(left)
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return "".join(parts)

@@ -266,3 +266,18 @@ def test_a_bug_reports_its_type_but_no_host_detail(tmp_path: Path) -> None:
     text = result.stderr.decode() if isinstance(result.stderr, bytes) else str(result.stderr)
     assert "FileNotFoundError" in text and "/srv/secret" not in text
     assert result.status != 0
+
+
+@pytest.mark.parametrize("size", [65_535, 65_537, 200_000, 3_000_000])
+def test_standard_input_arrives_whole_whatever_its_size(server: SshServer, size: int) -> None:
+    """``ssh host 'cat > file'`` stores every byte it was given (200,000 bytes were stored as 65,536, exit 0)."""
+    blob = bytes((i * 7 + i // 251) % 256 for i in range(size))
+    assert server.ssh(f"cat > /files/whole-{size}.bin", stdin=blob).code == 0
+    stored = b""
+    with SshClient(port=server.port, identity=server.keys["reader"]) as reader:
+        while not (page := reader.read(f"/files/whole-{size}.bin", offset=len(stored))).eof:
+            stored += page.data
+        stored += page.data
+    assert len(stored) == size and stored == blob
+    piped = server.ssh("wc -c", stdin=blob)
+    assert piped.text.split()[0] == str(size)
