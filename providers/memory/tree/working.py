@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from afi.errors import NotFound
 from afi.model import Entry
 
+from ..fabric.errors import MemoryValidationError
 from ..fabric.render import render_note
 from ..fabric.types import MemoryNote
 from .entries import block_entry
@@ -16,11 +17,13 @@ from .notes import NoteFolder
 if TYPE_CHECKING:
     from ..spaces import Space
 
-__all__ = ["WorkingArea"]
+__all__ = ["KEPT_FIELDS", "WorkingArea"]
+
+KEPT_FIELDS = frozenset({"importance"})  # the front-matter fields a block keeps
 
 
 class WorkingArea(NoteFolder):
-    """The working blocks of a space (few and small: listed whole, front matter fields not kept)."""
+    """The working blocks of a space (few and small: listed whole; of the front matter, only importance is kept)."""
 
     missing = "no such working block"
 
@@ -41,7 +44,13 @@ class WorkingArea(NoteFolder):
     def store(
         self, space: Space, name: str, content: str, fields: dict[str, Any], existing: MemoryNote | None
     ) -> MemoryNote:
-        return space.fabric.remember(kind="working", block=name, content=content)
+        unkept = sorted(set(fields) - KEPT_FIELDS)
+        if unkept:  # refused, never dropped: a write that says it stored tags has stored them
+            raise MemoryValidationError(
+                f"a working block keeps its content and importance only, not {', '.join(unkept)}: "
+                "remove them, or write the note under /facts or /procedures"
+            )
+        return space.fabric.remember(kind="working", block=name, content=content, importance=fields.get("importance"))
 
     def remove(self, space: Space, name: str, note: MemoryNote) -> None:
         space.fabric.forget(block=name)

@@ -142,6 +142,21 @@ def test_working_blocks(provider: MemoryProvider) -> None:
     assert provider.list(OWNER, "/working").entries == []
 
 
+@pytest.mark.parametrize(
+    "front",
+    ["tags: [a, b]", "tags: 5", "keywords: [k]", "context: why", "valid_to: 2030-01-01", "importance: lots"],
+)
+def test_a_working_block_refuses_the_fields_it_cannot_keep(provider: MemoryProvider, front: str) -> None:
+    """Fields a block does not keep were dropped while the write said it was stored: now refused."""
+    provider.write(OWNER, "/working/core.md", b"kept as it was")
+    with pytest.raises(InvalidPath) as refused:
+        provider.write(OWNER, "/working/core.md", f"---\n{front}\n---\nnew text".encode())
+    assert front.split(":")[0] in refused.value.message
+    assert provider.read(OWNER, "/working/core.md").data.decode().endswith("kept as it was\n")
+    provider.write(OWNER, "/working/core.md", b"---\nimportance: 0.4\n---\nnew text")
+    assert "importance: 0.4" in provider.read(OWNER, "/working/core.md").data.decode()
+
+
 def test_workspace_files(provider: MemoryProvider, tmp_path: Path) -> None:
     provider.mkdir(OWNER, "/files/docs")
     with pytest.raises(Conflict):
