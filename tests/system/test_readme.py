@@ -1,5 +1,5 @@
-"""The README's walk-through as a new user follows it, top to bottom: its snippets run and say something,
-and no step removes what a later step reads."""
+"""The README's walk-through (and docs/http.md's walk through every verb) as a new user follows it, top to
+bottom: its snippets run and say something, and no step removes what a later step reads."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def _blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+def _blocks(language: str, page: Path = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
 
 
 def test_the_python_snippet_runs_and_prints_what_its_comment_says(tmp_path: Path) -> None:
@@ -24,8 +26,9 @@ def test_the_python_snippet_runs_and_prints_what_its_comment_says(tmp_path: Path
     assert run.stdout.strip() == expected
 
 
-def test_no_step_deletes_a_note_a_later_step_reads() -> None:
-    steps = "\n".join(_blocks("sh"))
+@pytest.mark.parametrize("page", ["README.md", "docs/http.md"])
+def test_no_step_deletes_a_note_a_later_step_reads(page: str) -> None:
+    steps = "\n".join(_blocks("sh", README.parent / page))
     deleted: dict[str, int] = {}
     for match in re.finditer(r"-X DELETE \"\$B/afi/delete\?path=(/[^\"&]+)\"", steps):
         deleted.setdefault(match.group(1), match.start())
@@ -37,7 +40,7 @@ def test_no_step_deletes_a_note_a_later_step_reads() -> None:
     ]
     assert deleted, "the walk-through shows a delete"
     stale = [path for path, at in read_later if path in deleted and at > deleted[path]]
-    assert stale == [], f"read after the README deleted it: {stale}"
+    assert stale == [], f"read after {page} deleted it: {stale}"
 
 
 def test_make_run_passes_its_args_to_afi_serve() -> None:

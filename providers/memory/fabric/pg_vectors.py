@@ -11,7 +11,7 @@ The interface is the matrix index's (``mask``, ``top``, ``cosine``, ``above``, `
 recall and consolidation read the same on both engines; the score reported is the plain dot product,
 as on SQLite. HNSW is approximate: recall's vector half may miss a row the exact matrix would rank in,
 and over the hash embedder's sparse rows consolidation's ``above`` missed a fifth of near-duplicates
-(NOTES.md, session 9).
+(docs/decisions/0014-fold-candidates.md).
 
 The column and the index hold each vector at half precision, as a ``sparsevec`` for a sparse embedder
 (the hash embedder) or a ``halfvec`` (a model's dense rows): :mod:`afi.storage.pg_vector_form` chose
