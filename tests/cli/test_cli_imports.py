@@ -63,7 +63,19 @@ def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
     assert afi("remember", "fact", "The user drinks coffee.", "--name", "coffee", db=db).returncode == 0
     (tmp_path / "files" / "default").mkdir(parents=True, exist_ok=True)
     (tmp_path / "files" / "default" / "todo.txt").write_text("buy milk\n")
-    servers = {"mcp", "fastapi", "starlette", "uvicorn", "asyncssh", "pyfuse3", "trio", "jinja2"}
+    # no server, no PostgreSQL client for a SQLite store, no JSON Schema until a tool or manifest is checked
+    servers = {
+        "mcp",
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "asyncssh",
+        "pyfuse3",
+        "trio",
+        "jinja2",
+        "psycopg",
+        "jsonschema",
+    }
     for args in (("ls", "/facts"), ("ls", "-l", "/files"), ("cat", "/facts/coffee.md"), ("cat", "/files/todo.txt")):
         names = _imported(*args, db=db)
         assert "sqlite_utils" in names, "the store was opened"
