@@ -3,7 +3,9 @@
 VENV ?= .venv
 ARGS ?=
 PY := $(VENV)/bin/python
-PIP := $(VENV)/bin/pip
+# setuptools notes "Editable installation" on every editable install not laid out as src/ (ours maps
+# providers/ and bindings/ into afi.*, so it imports through a finder): information, not a problem, muted.
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(VENV)/bin/pip
 AFI := $(VENV)/bin/afi
 SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config openssh-client ripgrep sshfs chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -2,63 +2,118 @@
 
 Command modules live in :mod:`afi.commands`; each exposes ``register(app)``. A command turns an
 :class:`~afi.errors.AfiError` into ``afi: <path>: <code>: <message>`` on stderr and exit code 2.
+
+``afi`` answers at once: a command's module is imported, and its command built, when that command is
+used (:data:`COMMANDS` says which module holds which), so ``afi --version`` builds none and ``afi ls``
+builds two; ``afi -h`` builds them all to list them. A command module imports typer and the standard
+library, and what its command needs (the provider, a server, rich) inside the command's function
+(tests/cli/test_cli_imports.py keeps it so).
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
-from typing import Annotated
+from collections.abc import Iterator, MutableMapping
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
-__all__ = ["app", "main"]
+from . import __version__
+
+__all__ = ["COMMANDS", "app", "main"]
+
+# Every command, in the order ``afi -h`` lists them, and the module of afi.commands that registers it.
+COMMANDS: dict[str, str] = {
+    "remember": "memory",
+    "recall": "memory",
+    "forget": "memory",
+    "serve": "serve",
+    "conformance": "conformance",
+    "mount": "mount",
+    "mcp": "mcp",
+    "ssh": "ssh",
+    "search": "search",
+    "ls": "files",
+    "cat": "files",
+    "diff": "diff",
+    "export": "bundle",
+    "import": "bundle",
+    "gc": "gc",
+    "token": "token",
+    "auth": "auth",
+    "audit": "audit",
+    "db": "db",
+    "session": "session",
+    "snapshot": "snapshot",
+    "space": "space",
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(f"afi.commands.{module}" for module in COMMANDS.values()))
+
+
+def _build(module: str) -> MutableMapping[str, Any]:
+    """Given a module of afi.commands, return the click commands it registers, by name."""
+    commands = typer.Typer(rich_markup_mode=None)
+    importlib.import_module(f"afi.commands.{module}").register(commands)
+    return typer.main.get_group(commands).commands
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The root's commands by name, each built on first lookup (those registered beforehand as they are)."""
+
+    def __init__(self, built: MutableMapping[str, Any]) -> None:
+        self._built = dict(built)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built and name in COMMANDS:
+            self._built.update(_build(COMMANDS[name]))
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self._built]))
+
+    def __len__(self) -> int:
+        return len({*COMMANDS, *self._built})
+
+
+class _Root(TyperGroup):
+    """``afi`` itself: a group whose commands are built when looked up (listed, suggested, run)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Commands(self.commands)
+
 
 app = typer.Typer(
     name="afi",
+    cls=_Root,
     help="afi-memory: an agent's memory as a filesystem, through MCP, HTTP, FUSE and SSH.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion and --show-completion for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
+    # click's plain help, as sqlite-utils has: rich's panels cost -h as much again as all the rest, and
+    # its markup took the "[default: …]" of --db and --root for tags and dropped them
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits -h
-)
-
-# Modules that add commands; a module is listed here once it exists.
-COMMAND_MODULES: tuple[str, ...] = (
-    "afi.commands.memory",
-    "afi.commands.serve",
-    "afi.commands.token",
-    "afi.commands.auth",
-    "afi.commands.audit",
-    "afi.commands.db",
-    "afi.commands.conformance",
-    "afi.commands.mount",
-    "afi.commands.mcp",
-    "afi.commands.ssh",
-    "afi.commands.session",
-    "afi.commands.search",
-    "afi.commands.files",
-    "afi.commands.snapshot",
-    "afi.commands.diff",
-    "afi.commands.bundle",
-    "afi.commands.gc",
-    "afi.commands.space",
 )
 
 
 def _register_all() -> None:
+    """Register every command on :data:`app` now (tests drive ``app`` in-process with typer's runner)."""
     for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        module.register(app)
+        importlib.import_module(name).register(app)
 
 
 def _version(value: bool) -> None:
     if value:
-        try:
-            version = metadata.version("afi-memory")
-        except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-            version = "unknown (not installed)"
-        typer.echo(f"afi-memory {version}")
+        typer.echo(f"afi-memory {__version__}")  # the package's version (pyproject.toml reads it from here)
         raise typer.Exit()
 
 
@@ -72,5 +127,4 @@ def _root(
 
 
 def main() -> None:
-    _register_all()
     app()

@@ -11,13 +11,14 @@ import json
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .errors import Internal
 from .model import AFI_VERSION, Manifest
 from .paths import MAX_PATH_BYTES
+
+if TYPE_CHECKING:  # jsonschema loads with the first manifest checked: every provider imports this module
+    import jsonschema
 
 __all__ = [
     "PROFILE_VERBS",
@@ -140,4 +141,6 @@ def manifest_problems(data: Mapping[str, Any]) -> list[str]:
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
     """The schema's validator, compiled once per process."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator(load_schema())

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afi.auth.keys import KeyStore
-from afi.auth.oauth.issuer import IssuerConfig, IssuerVerifier
+from afi.errors import InvalidPath
 from afi.provider import Caller
 from afi.providers.memory import MemoryNotFoundError, create_memory_fabric, space_memory
 from afi.providers.memory.fabric.types import MemoryNote, RecallResult
-from afi.providers.memory.ledger.conversation import render_transcript
-from afi.providers.memory.ledger.ledger import create_ledger
 from afi.providers.memory.provider import MemoryProvider
+
+if TYPE_CHECKING:
+    from afi.auth.oauth.issuer import IssuerConfig
 
 __all__ = [
     "MemoryNote",
@@ -21,6 +21,8 @@ __all__ = [
     "local_owner",
     "open_fabric",
     "open_provider",
+    "recall_explained",
+    "restore_target",
     "session_ids",
     "session_transcript",
 ]
@@ -43,6 +45,9 @@ def open_provider(
     """
     kw: dict[str, Any] = {}
     if keys:
+        from afi.auth.keys import KeyStore
+        from afi.auth.oauth.issuer import IssuerVerifier
+
         kw["keys"] = KeyStore(db, issuer=IssuerVerifier(issuer) if issuer is not None else None)
     if manifest_extra is not None:
         kw["manifest_extra"] = manifest_extra
@@ -59,8 +64,35 @@ def open_fabric(db: Path | str, space: str) -> Any:
     return create_memory_fabric(space_memory(db, space))
 
 
+def recall_explained(db: Path | str, space: str, query: str, **options: Any) -> RecallResult:
+    """Given the store, a space, a query and the fabric's recall options (kinds, top_k, budget, as_of),
+    return its recall scored as the tree search scores, so each hit shows its similarity, recency and
+    importance."""
+    from afi.providers.memory.search.semantic import SEARCH_SCORING
+
+    found: RecallResult = open_fabric(db, space).recall(query, scoring=SEARCH_SCORING, **options)
+    return found
+
+
+def restore_target(spec: str) -> tuple[str, str]:
+    """Given ``SPACE@WHEN`` (WHEN an ISO 8601 instant or a snapshot of SPACE), return the space and WHEN.
+
+    Raises:
+        InvalidPath: a bad space name, or no instant to restore to.
+    """
+    from afi.providers.memory.timeline import parse_target
+
+    where = parse_target(spec)
+    if where.when is None:
+        raise InvalidPath(f"{spec!r}: name the instant to restore, as SPACE@WHEN (an instant or a snapshot)")
+    return where.space, where.when
+
+
 def session_transcript(db: Path | str, space: str, session: str) -> str:
     """Return the text of ``/sessions/<session>.md``; not_found when the space has no such session."""
+    from afi.providers.memory.ledger.conversation import render_transcript
+    from afi.providers.memory.ledger.ledger import create_ledger
+
     found = create_ledger(db, space=space).find_session(session)
     if found is None:
         raise MemoryNotFoundError(f"no such session: {session}", path=f"/sessions/{session}.md")
@@ -70,4 +102,6 @@ def session_transcript(db: Path | str, space: str, session: str) -> str:
 
 def session_ids(db: Path | str, space: str) -> list[str]:
     """Return the ids of the space's sessions."""
+    from afi.providers.memory.ledger.ledger import create_ledger
+
     return list(create_ledger(db, space=space).sessions())

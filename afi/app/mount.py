@@ -19,6 +19,7 @@ from afi.provider import Caller
 from afi.storage.database import is_postgres_url, open_database, store_label
 
 from .local import open_provider
+from .mount_handshake import DETACHED_ENV, MOUNTED
 
 __all__ = [
     "DETACHED_ENV",
@@ -31,9 +32,6 @@ __all__ = [
     "mount_log",
     "prepare_mount",
 ]
-
-MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
-DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
 
 
 def _beside_store(db: Path | str, suffix: str) -> Path:

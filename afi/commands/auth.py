@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from .console import stdout
 from .errors import afi_errors
 from .options import DbOption, resolve_db
 
 __all__ = ["register"]
 
 auth_app = typer.Typer(help="The owner's token, and who may come in (keyless or keys required).", no_args_is_help=True)
-stdout = Console(highlight=False, soft_wrap=True)
 
 
 @auth_app.command("token")
@@ -27,7 +26,7 @@ def token(db: DbOption = None) -> None:
 
     with afi_errors():
         secret = ensure_owner_token(resolve_db(db))
-    stdout.print(secret, markup=False)
+    stdout().print(secret, markup=False, soft_wrap=True)
 
 
 @auth_app.command("status")
@@ -43,10 +42,10 @@ def status(
     with afi_errors():
         found = auth_status(store)
     for line in found.lines():
-        stdout.print(line, markup=False)
+        stdout().print(line, markup=False, soft_wrap=True)
     if url is not None:
         for line in probe_server(url, owner_token_for(url, store)):
-            stdout.print(line, markup=False)
+            stdout().print(line, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -38,7 +38,7 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr, transient=False) as progress:
+    with Progress(*columns, console=stderr(), transient=False) as progress:
         tasks: dict[str, TaskID] = {}
 
         def advance(stage: str, done: int, total: int) -> None:
@@ -47,12 +47,6 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
             progress.update(tasks[stage], completed=done if total else 1, total=max(total, 1))
 
         yield advance
-
-
-def _provider(db: Any, root: Any) -> Any:
-    from afi.app.local import open_provider
-
-    return open_provider(*resolve_store(db, root))
 
 
 def export(
@@ -66,12 +60,11 @@ def export(
 ) -> None:
     """Write the store's spaces as a bundle: notes with every version, working blocks, ledger sessions,
     snapshots and workspace files (and their kept versions), with a manifest of checksums."""
-    from afi.app.local import local_owner
-    from afi.providers.memory.bundle import export_bundle
+    from afi.app.bundle import export_spaces
 
     with afi_errors(), _progress() as progress:
-        manifest = export_bundle(_provider(db, root), out.expanduser(), local_owner, spaces=space or None,
-                                 as_of=as_of, progress=progress)  # fmt: skip
+        manifest = export_spaces(*resolve_store(db, root), out.expanduser(), spaces=space or None, as_of=as_of,
+                                 progress=progress)  # fmt: skip
     for name, counts in manifest["spaces"].items():
         said = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items() if n) or "nothing"
         typer.echo(f"exported space {name}: {said}")
@@ -90,35 +83,12 @@ def import_(
     """Import a bundle into empty spaces (each under its own name; with --space, the bundle's only
     space, or the one of that name, goes there), or a foreign source into --space (default: default).
     Nothing is written unless the whole source checks out."""
-    from afi.app.local import local_owner
-    from afi.providers.memory.bundle import import_bundle, is_bundle
+    from afi.app.bundle import import_source
 
-    source = path.expanduser()
-    with afi_errors():
-        provider = _provider(db, root)
-        if fmt is ImportFormat.bundle or (fmt is ImportFormat.auto and is_bundle(source)):
-            with _progress() as progress:
-                result: Any = import_bundle(provider, source, local_owner, space=space, progress=progress)
-        else:
-            with _progress() as progress:
-                result = _foreign(provider, source, None if fmt is ImportFormat.auto else fmt.value,
-                                  space or "default", progress)  # fmt: skip
+    with afi_errors(), _progress() as progress:
+        result = import_source(*resolve_store(db, root), path.expanduser(), space=space, progress=progress,
+                               fmt=None if fmt is ImportFormat.auto else fmt.value)  # fmt: skip
     typer.echo(result.summary())
-
-
-def _foreign(provider: Any, source: Path, fmt: str | None, space: str, progress: Callable[[str, int, int], None]
-             ) -> Any:  # fmt: skip
-    from afi.errors import Unsupported
-
-    try:
-        from afi.providers.memory.importers import import_foreign
-    except ImportError:
-        raise Unsupported(
-            "this is not an afi bundle (no manifest.json naming afi-bundle), and this afi has no importers "
-            "of other formats", path=str(source),
-        ) from None  # fmt: skip
-    return import_foreign(provider, source, fmt=fmt, space=space,
-                          progress=lambda done, total: progress("import", done, total))  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

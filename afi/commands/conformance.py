@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import secrets
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from ..clients import HttpClient
-from ..conformance import run_kit
+from .console import stdout
 from .options import DbOption, resolve_db
 
 __all__ = ["register"]
-
-stdout = Console(highlight=False)
 
 
 def conformance(
@@ -39,6 +34,11 @@ def conformance(
     db: DbOption = None,
 ) -> None:
     """Run the AFI conformance kit against URL; exit 1 when any scenario fails."""
+    import secrets
+
+    from ..clients import HttpClient
+    from ..conformance import run_kit
+
     if token is None:
         from ..app.auth_status import owner_token_for
 
@@ -54,9 +54,9 @@ def conformance(
             if each is not None:
                 each.close()
     if as_json:
-        stdout.print_json(json.dumps(report.to_dict()))
+        stdout().print_json(json.dumps(report.to_dict()))
     else:
-        report.render(stdout)
+        report.render(stdout())
     if not report.ok:
         raise typer.Exit(1)
 

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import TaskID
-from rich.table import Column, Table
 
-from ..storage.database import store_label
+from .console import stdout
 from .errors import afi_errors
 from .options import DbOption, RootOption, resolve_db, resolve_root
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
     from afi.app.db import SchemaStatus
 
 __all__ = ["register"]
@@ -25,7 +24,6 @@ db_app = typer.Typer(
     help="The store's schema (a SQLite file or a PostgreSQL database): its version and tables; apply pending steps.",
     no_args_is_help=True,
 )
-stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 @db_app.command("status")
@@ -47,20 +45,26 @@ def status(
     _print_status(found, workspace)
 
 
+def _out() -> Console:
+    return stdout(wide=True)
+
+
 def _print_status(found: SchemaStatus, workspace: Path) -> None:
-    stdout.print(f"store: {found.path}{'' if found.exists else ' (not created yet)'}", markup=False)
-    stdout.print(f"root: {workspace}", markup=False)
+    from rich.table import Column, Table
+
+    _out().print(f"store: {found.path}{'' if found.exists else ' (not created yet)'}", markup=False)
+    _out().print(f"root: {workspace}", markup=False)
     note = " (newer than this afi: upgrade afi-memory)" if found.newer else ""
-    stdout.print(f"schema version: {found.version} (this afi knows {found.latest}){note}", markup=False)
+    _out().print(f"schema version: {found.version} (this afi knows {found.latest}){note}", markup=False)
     pending = ", ".join(f"{number} {name}" for number, name in found.pending) or "none"
-    stdout.print(f"pending: {pending}" + (" (afi db migrate applies them)" if found.pending else ""), markup=False)
+    _out().print(f"pending: {pending}" + (" (afi db migrate applies them)" if found.pending else ""), markup=False)
     for step in found.applied:
-        stdout.print(f"applied: {step.number} {step.name} at {step.applied_at}", markup=False)
+        _out().print(f"applied: {step.number} {step.name} at {step.applied_at}", markup=False)
     if found.tables:
         table = Table(Column("table", no_wrap=True), "kind", Column("rows", justify="right"))
         for row in found.tables:
             table.add_row(row.name, row.kind, str(row.rows))
-        stdout.print(table)
+        _out().print(table)
 
 
 @db_app.command("migrate")
@@ -70,17 +74,18 @@ def migrate(db: DbOption = None, root: RootOption = None) -> None:
     ``--root`` is accepted like on every command that opens the store; the schema does not use it.
     """
     from afi.app.db import migrate_store
+    from afi.storage.database import store_label
 
     path = resolve_db(db)
     with afi_errors():
         before, applied = migrate_store(path)
     shown = store_label(path)
     if not applied:
-        stdout.print(f"{shown}: already at schema version {before}; nothing to do", markup=False)
+        _out().print(f"{shown}: already at schema version {before}; nothing to do", markup=False)
         return
     for step in applied:
-        stdout.print(f"applied step {step.number}: {step.name}", markup=False)
-    stdout.print(f"{shown}: schema version {before} -> {applied[-1].number}", markup=False)
+        _out().print(f"applied step {step.number}: {step.name}", markup=False)
+    _out().print(f"{shown}: schema version {before} -> {applied[-1].number}", markup=False)
 
 
 @db_app.command("copy")
@@ -97,12 +102,14 @@ def copy(
     workspace's files stay where they are: point the destination's --root at the same folder.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column, Table
 
     from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
+    from afi.storage.database import store_label
 
     plan = CopyPlan(resolve_db(source), resolve_db(destination), batch=batch)
     columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with afi_errors(), Progress(*columns, console=stdout, transient=False) as progress:
+    with afi_errors(), Progress(*columns, console=_out(), transient=False) as progress:
         tasks: dict[str, TaskID] = {}
 
         def advance(table: str, done: int, total: int) -> None:
@@ -116,15 +123,15 @@ def copy(
     for check in checks:
         table.add_row(check.name, str(check.destination_rows), check.destination_sha256[:16], "ok" if check.ok else
                       f"DIFFERS (source {check.source_rows} rows, {check.source_sha256[:16]})")  # fmt: skip
-    stdout.print(table)
+    _out().print(table)
     if not all(check.ok for check in checks):
-        stdout.print(
+        _out().print(
             "afi: the copy differs from its source (see above): was the source written to during the copy? "
             "Stop its writers and copy again into a new, empty destination",
             markup=False,
         )
         raise typer.Exit(1)
-    stdout.print(
+    _out().print(
         f"copied {store_label(plan.source)} -> {store_label(plan.destination)}; every table checked", markup=False
     )
 

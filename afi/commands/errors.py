@@ -6,13 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
-from rich.console import Console
 
 from ..errors import SSH_EXIT, AfiError
+from .console import stderr
 
 __all__ = ["afi_errors", "stderr"]
-
-stderr = Console(stderr=True, highlight=False)
 
 
 @contextmanager
@@ -23,5 +21,5 @@ def afi_errors() -> Iterator[None]:
     except AfiError as err:
         where = f"{err.path}: " if err.path else ""
         # one line however narrow the terminal, so logs and grep keep the whole message together
-        stderr.print(f"afi: {where}{err.code}: {err.message}", markup=False, soft_wrap=True)
+        stderr().print(f"afi: {where}{err.code}: {err.message}", markup=False, soft_wrap=True)
         raise typer.Exit(SSH_EXIT.get(err.code, 2)) from None

@@ -6,7 +6,6 @@ receipts in the store file); ``afi serve`` mounts the same binding at ``/mcp``.
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Annotated, Any
 
@@ -38,8 +37,11 @@ def mcp(
     """
     if tool_names not in ("dotted", "underscore", "both"):
         raise typer.BadParameter("use dotted, underscore or both", param_hint="--tool-names")
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    import logging
+
     from afi.app.mcp import open_mcp_stdio
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
     db_path = resolve_db(db)
     names: Any = tool_names

@@ -9,14 +9,12 @@ AfiError (bad kind, importance out of range, a path leaving the jail) becomes
 from __future__ import annotations
 
 import json
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Column, Table
 
 from ..errors import InvalidPath
+from .console import stdout
 from .errors import afi_errors
 from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_store
 
@@ -26,18 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 SNIPPET_CHARS = 60
-# Piped output (tests, scripts) gets a wide table so ids and scores are never folded.
-stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 KindArg = Annotated[str, typer.Argument(help="Note kind: fact, procedure, file or working")]
 ContentArg = Annotated[str, typer.Argument(help="The note's text")]
 QueryArg = Annotated[str, typer.Argument(help="What to look for")]
-
-
-def _fabric(db: Any, space: str) -> Any:
-    from afi.app.local import open_fabric
-
-    return open_fabric(resolve_db(db), space)
 
 
 def _owner(db: Any, root: Any, space: str) -> tuple[Any, Any]:
@@ -111,12 +101,10 @@ def recall(
 ) -> None:
     """Recall notes by meaning; shows each hit with why it matched (score, similarity, recency, importance)."""
     with afi_errors():
-        from afi.providers.memory.search.semantic import SEARCH_SCORING
+        from afi.app.local import recall_explained
 
         options: dict[str, Any] = {"kinds": kind or None, "top_k": top_k, "budget": budget, "as_of": as_of}
-        found = _fabric(db, space).recall(
-            query, scoring=SEARCH_SCORING, **{k: v for k, v in options.items() if v is not None}
-        )  # the tree search's scoring, so each hit shows its similarity, recency and importance
+        found = recall_explained(resolve_db(db), space, query, **{k: v for k, v in options.items() if v is not None})
         kept = [i for i, why in enumerate(found.explain) if why.score >= threshold]
         result = found.model_copy(
             update={"hits": [found.hits[i] for i in kept], "explain": [found.explain[i] for i in kept]}
@@ -157,6 +145,8 @@ def _num(value: float | None) -> str:
 
 
 def _print_recall(result: RecallResult) -> None:
+    from rich.table import Column, Table
+
     if not result.hits:
         typer.echo("no notes matched")
         return
@@ -177,7 +167,7 @@ def _print_recall(result: RecallResult) -> None:
             "yes" if why.valid else "no",
             snippet,
         )
-    stdout.print(table)
+    stdout(wide=True).print(table)
 
 
 def register(app: typer.Typer) -> None:

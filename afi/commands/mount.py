@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 
 def _fail(message: str) -> typer.Exit:
-    stderr.print(f"afi: mount: {message}", markup=False, soft_wrap=True)
+    stderr().print(f"afi: mount: {message}", markup=False, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -44,16 +44,16 @@ def mount(
 
     Without -f it detaches once mounted and logs to <store file>.mount.log, beside the store.
     """
+    secret = _read_token(token)
+    if not foreground:  # the mount below checks MOUNTPOINT and says what is wrong with it
+        _detach()
+        return
     from afi.app.mount import MountError, check_mountpoint
 
     try:
         where = check_mountpoint(mountpoint)
     except MountError as err:
         raise _fail(str(err)) from None
-    secret = _read_token(token)
-    if not foreground:
-        _detach()
-        return
     _serve(where, *resolve_store(db, root), secret, ro=ro, subtree=subtree, timeout=timeout)
 
 
@@ -70,8 +70,9 @@ def _read_token(token: Path | None) -> str | None:
 
 
 def _detach() -> None:
-    """Run this same command in the foreground of a new session; return once it has mounted."""
-    from afi.app.mount import DETACHED_ENV, MOUNTED
+    """Run this same command in the foreground of a new session; return once it has mounted (its
+    refusal, a bad MOUNTPOINT or store, is relayed with its exit code)."""
+    from afi.app.mount_handshake import DETACHED_ENV, MOUNTED
 
     argv = [sys.executable, "-c", "from afi.cli import main; main()", *sys.argv[1:], "--foreground"]
     env = {**os.environ, DETACHED_ENV: "1"}

@@ -8,9 +8,6 @@ from typing import Annotated
 
 import typer
 
-from ..config import default_data_dir
-from ..storage.database import is_postgres_url
-
 __all__ = ["DbOption", "RootOption", "SpaceOption", "resolve_db", "resolve_root", "resolve_store"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C:/… is a Windows path
@@ -40,6 +37,9 @@ SpaceOption = Annotated[str, typer.Option("--space", envvar="AFI_SPACE", help="M
 def resolve_db(db: str | Path | None, *, create: bool = True) -> Path | str:
     """Given the ``--db`` value, return the store: a PostgreSQL URL as given, or a SQLite file path
     (its folder created unless ``create`` is False)."""
+    from ..config import default_data_dir
+    from ..storage.database import is_postgres_url
+
     if db is not None and is_postgres_url(str(db)):
         return str(db)
     if db is not None and _URL.match(str(db)):

@@ -8,23 +8,28 @@ http://…``), and :mod:`afi.app.ssh` runs SSH beside it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 from urllib.parse import urlsplit
 
 import typer
 
-from ..auth.door import is_loopback_host
-from ..auth.keys import KeyStore
-from ..auth.oauth.client_metadata import ClientMetadataPolicy
-from ..auth.oauth.issuer import IssuerConfig
-from ..storage.database import is_postgres_url
 from .errors import afi_errors, stderr
 from .options import DbOption, RootOption, resolve_db, resolve_root
 from .ssh import refusals
 
+if TYPE_CHECKING:
+    from ..auth.oauth.client_metadata import ClientMetadataPolicy
+    from ..auth.oauth.issuer import IssuerConfig
+
 __all__ = ["is_loopback", "register"]
 
-is_loopback = is_loopback_host
+
+def is_loopback(host: str) -> bool:
+    """Given a host (a name, an address, ``[::1]``, with or without a port), return whether it is this machine."""
+    from ..auth.door import is_loopback_host
+
+    return is_loopback_host(host)
+
 
 WORKERS_HELP = (
     "Worker processes, each with its own provider on the same store. With more than one, /mcp is "
@@ -117,6 +122,9 @@ def serve(
         _refuse("--ssh runs in one process: use --workers 1 with --ssh, or run 'afi ssh' beside 'afi serve --workers'")
     if workers > 1 and mcp and mcp_stateless is False:
         _refuse("--mcp-stateful needs --workers 1: a session lives in the memory of the worker that opened it")
+    from ..auth.keys import KeyStore
+    from ..storage.database import is_postgres_url
+
     issued = _issuer(issuer, audience, space_claim, scope_claim, space)
     documents = _client_metadata(client_metadata, allow_hosts or [], metadata_ca)
     db_path = resolve_db(db)
@@ -162,6 +170,8 @@ def _issuer(
     issuer: str | None, audience: str | None, space_claim: str | None, scope_claim: str, space: str | None
 ) -> IssuerConfig | None:
     """Check the issuer options; return them, or None without ``--issuer``."""
+    from ..auth.oauth.issuer import IssuerConfig
+
     if issuer is None:
         if audience is not None or space_claim is not None:
             _refuse("--audience and --space-claim go with --issuer")
@@ -178,6 +188,8 @@ def _issuer(
 
 def _client_metadata(enabled: bool, hosts: list[str], ca_file: Path | None) -> ClientMetadataPolicy:
     """Check the client-metadata options; return the policy they make."""
+    from ..auth.oauth.client_metadata import ClientMetadataPolicy
+
     if not enabled and (hosts or ca_file):
         _refuse("--client-metadata-allow-host and --client-metadata-ca have no use with --no-client-metadata")
     allowed = frozenset(host.strip().strip("[]").lower() for host in hosts)
@@ -199,11 +211,11 @@ def _keep_owner_token(db: Path | str) -> None:
     try:
         ensure_owner_token(db)
     except (AfiError, OSError) as err:
-        stderr.print(f"afi: warning: {err}", markup=False)
+        stderr().print(f"afi: warning: {err}", markup=False)
 
 
 def _refuse(message: str) -> NoReturn:
-    stderr.print(f"afi: {message}", markup=False)
+    stderr().print(f"afi: {message}", markup=False)
     raise typer.Exit(2)
 
 

@@ -84,18 +84,12 @@ def restore(
     as_json: JsonOption = False,
 ) -> None:
     """Write SPACE as it stood at WHEN as new versions; nothing of today is lost (it stays in /history)."""
-    from afi.app.local import local_owner
-    from afi.providers.memory.timeline import parse_target
+    from afi.app.local import local_owner, restore_target
 
     with afi_errors():
-        where = parse_target(target)
-        if where.when is None:
-            from afi.errors import InvalidPath
-
-            raise InvalidPath(f"{target!r}: name the instant to restore, as SPACE@WHEN (an instant or a snapshot)")
+        space, when = restore_target(target)
         with nullcontext(None) if dry_run else _progress("restore") as tell:
-            plan = _provider(db, root).space_restore(local_owner(where.space), where.when, dry_run=dry_run,
-                                                     progress=tell)  # fmt: skip
+            plan = _provider(db, root).space_restore(local_owner(space), when, dry_run=dry_run, progress=tell)
     if as_json:
         typer.echo(json.dumps(asdict(plan) | {"dry_run": dry_run}, indent=2))
         return

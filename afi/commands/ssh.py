@@ -73,7 +73,7 @@ def ssh(
         try:
             run_ssh(provider, db_path, options)
         except OSError as err:
-            stderr.print(f"afi: cannot listen on {host}:{port}: {err.strerror or err}", markup=False)
+            stderr().print(f"afi: cannot listen on {host}:{port}: {err.strerror or err}", markup=False)
             raise typer.Exit(2) from None
 
 

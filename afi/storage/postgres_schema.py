@@ -18,13 +18,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from .migrations import VERSION_TABLE, Applied, refuse_newer
 from .pg_derived_notes import derive_notes
 from .pg_vector_form import settle_vector_form
+
+if TYPE_CHECKING:  # a SQLite store opens without PostgreSQL's client (every provider imports this module)
+    import psycopg
 
 __all__ = ["LATEST", "STEPS", "PgStep", "applied_pg_steps", "ensure_postgres_schema", "migrate_postgres", "pg_version"]
 

@@ -11,13 +11,12 @@ through :func:`run_tool` over a backend of its own, so their writes are that pro
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-import jsonschema
 
 from .errors import MemoryNotAttachedError, MemoryValidationError
 from .tool_files import MAX_VIEW_ENTRIES, FabricToolBackend
@@ -173,7 +172,15 @@ TOOLS: tuple[ToolInfo, ...] = (
         "Tombstone one note by id, or clear one working block; `hold` keeps a note under legal hold.",
     ),
 )
-_VALIDATORS = {name: jsonschema.Draft202012Validator(schema) for name, schema in _SCHEMAS.items()}
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    """The tool's argument validator, compiled on its first call (jsonschema loads with it, not with the
+    provider: ``afi ls`` has no use for it)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(_SCHEMAS[name])
 
 
 def create_fabric_tools(
@@ -225,7 +232,9 @@ def run_tool(
         raise MemoryNotAttachedError(f"{name} refused: this session is not attached to the fabric (fabric.attach)")
     if not isinstance(arguments, Mapping):
         raise MemoryValidationError(f"{name}: arguments must be an object")
-    error = jsonschema.exceptions.best_match(_VALIDATORS[name].iter_errors(dict(arguments)))
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_validator(name).iter_errors(dict(arguments)))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "arguments"
         raise MemoryValidationError(f"{name}: {where}: {error.message}")

@@ -1,0 +1,12 @@
+"""How ``afi mount`` detaches: it runs itself again in the foreground of a new session, with
+:data:`DETACHED_ENV` set, and returns once that mount prints a line starting with :data:`MOUNTED`.
+
+Nothing but these two strings, so the parent that waits loads none of FUSE, trio or the provider.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DETACHED_ENV", "MOUNTED"]
+
+MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
+DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up

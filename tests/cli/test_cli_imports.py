@@ -1,0 +1,145 @@
+"""What a quick command loads, seen from the real ``afi`` console script: ``afi --version`` and ``afi -h``
+answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors'.
+
+Each run lists every module its process imported (Python's ``-X importtime``, asked for through
+``PYTHONPROFILEIMPORTTIME``), so a top-level import that drags a server into a quick command fails here.
+The wiring rule beside it: a command module reaches the provider through :mod:`afi.app` only.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+import typer.main
+
+from afi.cli import COMMANDS
+from tests.support.cli import afi
+from tests.support.fuse import needs_fuse, unmount
+
+COMMAND_FILES = Path(__file__).resolve().parents[2] / "afi" / "commands"
+# The doors' libraries: MCP SDK, HTTP server, SSH, PostgreSQL, FUSE and its event loop.
+DOORS = ("mcp", "fastapi", "starlette", "uvicorn", "asyncssh", "psycopg", "pyfuse3", "trio")
+# What opening the store costs: a command that opens none loads none of it.
+STORE = ("pydantic", "numpy", "sqlite_utils", "httpx", "jsonschema")
+
+
+def _imported(*args: str, db: Path) -> set[str]:
+    """Run ``afi ARGS`` over ``db``; return the top-level names of the modules it imported."""
+    result = afi(*args, db=db, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split("|") for line in result.stderr.splitlines() if line.startswith("import time:")]
+    names = {row[2].strip().split(".")[0] for row in rows if len(row) == 3 and row[1].strip().isdigit()}
+    assert {"afi", "typer"} <= names, "the import list was read"
+    return names
+
+
+@pytest.mark.parametrize("args", [("--version",), ("-V",), ("-h",), ("--help",)], ids=" ".join)
+def test_version_and_help_load_no_door_and_no_store(tmp_path: Path, args: tuple[str, ...]) -> None:
+    names = _imported(*args, db=tmp_path / "afi.db")
+    assert names.isdisjoint(DOORS), sorted(names & set(DOORS))
+    assert names.isdisjoint(STORE), sorted(names & set(STORE))
+    assert not (tmp_path / "afi.db").exists(), "nothing was opened"
+
+
+def test_version_does_not_load_rich(tmp_path: Path) -> None:
+    assert "rich" not in _imported("--version", db=tmp_path / "afi.db")
+
+
+def test_help_of_a_command_loads_no_door(tmp_path: Path) -> None:
+    for args in (("serve", "-h"), ("mount", "-h"), ("ssh", "-h"), ("mcp", "-h"), ("token", "ssh", "add", "-h")):
+        names = _imported(*args, db=tmp_path / "afi.db")
+        assert names.isdisjoint(DOORS), (args, sorted(names & set(DOORS)))
+
+
+def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
+    db = tmp_path / "afi.db"
+    assert afi("remember", "fact", "The user drinks coffee.", "--name", "coffee", db=db).returncode == 0
+    (tmp_path / "files" / "default").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "files" / "default" / "todo.txt").write_text("buy milk\n")
+    # no server, no PostgreSQL client for a SQLite store, no JSON Schema until a tool or manifest is checked
+    servers = {
+        "mcp",
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "asyncssh",
+        "pyfuse3",
+        "trio",
+        "jinja2",
+        "psycopg",
+        "jsonschema",
+    }
+    for args in (("ls", "/facts"), ("ls", "-l", "/files"), ("cat", "/facts/coffee.md"), ("cat", "/files/todo.txt")):
+        names = _imported(*args, db=db)
+        assert "sqlite_utils" in names, "the store was opened"
+        assert names.isdisjoint(servers), (args, sorted(names & servers))
+
+
+def _imports(source: Path) -> set[str]:
+    """Given a module of ``afi.commands``, return the absolute names of the modules it imports, anywhere in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ["afi", "commands"][: len(["afi", "commands"]) - node.level + 1] if node.level else []
+            found.add(".".join([*base, *([node.module] if node.module else [])]))
+    return found
+
+
+def test_commands_reach_providers_and_bindings_only_through_the_wiring_room() -> None:
+    modules = sorted(COMMAND_FILES.glob("*.py"))
+    assert len(modules) > 15
+    reaching = {
+        path.name: sorted(name for name in _imports(path) if name.startswith(("afi.providers", "afi.bindings")))
+        for path in modules
+    }
+    assert {name: found for name, found in reaching.items() if found} == {}
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    for module in sorted(set(COMMANDS.values())):
+        registered = typer.Typer()
+        importlib.import_module(f"afi.commands.{module}").register(registered)
+        named = {name for name, home in COMMANDS.items() if home == module}
+        assert set(typer.main.get_group(registered).commands) == named, module
+
+
+def test_help_shows_the_defaults_written_in_brackets(tmp_path: Path) -> None:
+    shown = afi("ls", "-h", db=tmp_path / "afi.db")
+    assert shown.returncode == 0, shown.stderr
+    said = " ".join(shown.stdout.split())
+    assert "[default: ~/.local/share/afi/afi.db]" in said and "[default: the one the store recorded;" in said
+
+
+@needs_fuse
+def test_a_detached_mount_waits_without_loading_fuse_itself(tmp_path: Path) -> None:
+    """``afi mount`` runs the mount in a child and returns once it is up: the parent loads neither FUSE,
+    trio nor the store (the child does, once)."""
+    mountpoint = tmp_path / "m"
+    mountpoint.mkdir()
+    env = {**os.environ, "AFI_DB": str(tmp_path / "afi.db"), "AFI_ROOT": str(tmp_path / "files")}
+    cmd = [sys.executable, "-X", "importtime", "-c", "from afi.cli import main; main()", "mount", str(mountpoint)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
+        assert done.returncode == 0 and os.path.ismount(mountpoint), done.stderr[-2000:]
+        rows = [line.split("|") for line in done.stderr.splitlines() if line.startswith("import time:")]
+        names = {row[2].strip().split(".")[0] for row in rows if len(row) == 3 and row[1].strip().isdigit()}
+        assert "typer" in names and names.isdisjoint({"pyfuse3", "trio", "numpy", "sqlite_utils"}), sorted(names)
+    finally:
+        unmount(mountpoint)
+
+
+def test_a_detached_mount_on_a_folder_in_use_says_why(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "mine.txt").write_text("not to be hidden")
+    done = afi("mount", str(tmp_path / "m"), db=tmp_path / "afi.db")
+    assert done.returncode == 2 and "not empty" in done.stderr, done.stderr
+    assert not os.path.ismount(tmp_path / "m")
