@@ -21,7 +21,8 @@ from afi.config import default_data_dir
 from afi.errors import InvalidPath
 from afi.storage.database import is_postgres_url, open_database
 from afi.storage.migrations import file_version
-from afi.storage.schema import WORKSPACE_STEP, holds_anything
+from afi.storage.schema import holds_anything
+from afi.storage.steps import WORKSPACE_STEP
 
 __all__ = ["PER_USER", "ROOT_KEY", "default_root_of", "workspace_root"]
 
