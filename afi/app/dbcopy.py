@@ -25,25 +25,19 @@ from typing import Any
 import numpy as np
 
 from afi.errors import Conflict, InvalidPath
-from afi.providers.memory.fabric.vector_bytes import pack_vector, unpack_vector
+from afi.providers.memory.fabric.vector_bytes import unpack_vector
 from afi.providers.memory.ledger.index import index_messages
 from afi.storage.database import Connection, Database, is_postgres_url, open_database, store_label
-from afi.storage.pg_vector_form import HNSW_PREFIX, VectorForm, column_value, settle_vector_form
+from afi.storage.pg_vector_form import VectorForm
 
+from .copy_rows import VECTOR_COLUMN, TableCopy
 from .dbcopy_columns import columns_of, select_list, stored_columns, stored_rows
+from .pg_copy import PgCopy
+from .sqlite_copy import SqliteCopy
 
 __all__ = ["TABLES", "CopyPlan", "TableCheck", "copy_store", "verify_copy"]
 
 PROGRESS_TABLE = "afi_copy_progress"
-
-
-@dataclass(frozen=True)
-class TableCopy:
-    """One table: its name and the columns of its key, in the order rows are copied and compared."""
-
-    name: str
-    key: tuple[str, ...]
-    replace: bool = False  # a row the destination already made for itself (a trigger's counter) is overwritten
 
 
 TABLES: tuple[TableCopy, ...] = (
@@ -67,11 +61,6 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("oauth_grants", ("id",)),
     TableCopy("oauth_tokens", ("sha256",)),
 )
-# identity columns whose sequence must move past the copied rows on PostgreSQL
-_IDENTITIES = {"afi_keys": "rowid", "afi_ssh_keys": "rowid", "audit": "seq", "notes": "rowid",
-               "note_changes": "seq", "workspace_files": "rowid", "ledger_sessions": "key",
-               "ledger_entries": "seq", "file_versions": "id"}  # fmt: skip
-VECTOR_COLUMN = "embedding"  # the only binary column that differs between the engines (file bytes do not)
 
 
 @dataclass(frozen=True)
@@ -118,21 +107,6 @@ def _shared_columns(src: Database, dst: Database, spec: TableCopy) -> list[str]:
         if key not in columns:
             columns.insert(0, key)
     return columns
-
-
-def _to_engine(value: Any, dialect: str, column: str = VECTOR_COLUMN, form: VectorForm = "halfvec") -> Any:
-    """A value as the destination engine keeps it (only embeddings differ: SQLite's packed bytes
-    against PostgreSQL's ``halfvec`` or ``sparsevec`` (``form``), all at half precision, so exact;
-    other bytes are bytes on both)."""
-    if isinstance(value, memoryview):
-        value = bytes(value)
-    if column != VECTOR_COLUMN:
-        return value
-    if isinstance(value, bytes) and dialect == "postgresql":
-        return column_value(unpack_vector(value), form)
-    if hasattr(value, "to_numpy") and dialect == "sqlite":
-        return pack_vector(value.to_numpy())
-    return value
 
 
 def _canonical(value: Any, column: str = VECTOR_COLUMN) -> Any:
@@ -190,71 +164,22 @@ def _check_empty(dst: Database, done: dict[str, tuple[list[Any], int]]) -> None:
             )
 
 
-def _insert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]],
-            form: VectorForm = "halfvec") -> None:  # fmt: skip
-    """Write a batch of rows as the destination keeps them (``columns`` in :func:`stored_columns`' names)."""
-    if dialect == "postgresql" and not spec.replace and spec.name != "meta":
-        # an empty destination (checked) and keys past the last batch: no row can conflict, so COPY
-        raw = conn.raw  # type: ignore[attr-defined]  # the PostgreSQL engine's psycopg connection
-        with raw.cursor() as cursor, cursor.copy(f"COPY {spec.name} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row([_to_engine(v, dialect, c, form) for v, c in zip(row, columns, strict=True)])
-    else:
-        _upsert(conn, dialect, spec, columns, rows, form)
+def _copy_of(db: Database) -> SqliteCopy | PgCopy:
+    """The store's side of a copy, for its engine."""
+    sqlite: type[SqliteCopy | PgCopy] = SqliteCopy
+    return db.engine.choose(sqlite=sqlite, postgresql=PgCopy)()
+
+
+def _insert(conn: Connection, dst: Database, target: SqliteCopy | PgCopy, spec: TableCopy, columns: list[str],
+            rows: list[tuple[Any, ...]], form: VectorForm) -> None:  # fmt: skip
+    """Write a batch of rows as the destination keeps them (``columns`` in :func:`stored_columns`' names),
+    and index the ledger's messages among them."""
+    target.insert(conn, spec, columns, rows, form)
     if spec.name == "ledger_entries":
         at = {c: i for i, c in enumerate(columns)}
         messages = [(row[at["seq"]], f"s{row[at['session_key']]}", row[at["text"]]) for row in rows
                     if row[at["type"]] == "message"]  # fmt: skip
-        index_messages("postgresql" if dialect == "postgresql" else "sqlite", conn, messages)
-
-
-def _upsert(conn: Connection, dialect: str, spec: TableCopy, columns: list[str], rows: list[tuple[Any, ...]],
-            form: VectorForm = "halfvec") -> None:  # fmt: skip
-    marks = ", ".join("?" * len(columns))
-    if spec.replace:
-        sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in spec.key)
-        conflict = f"ON CONFLICT ({', '.join(spec.key)}) DO UPDATE SET {sets}"
-    else:  # SQLite names no implicit rowid as a conflict target: there any conflict is the row itself
-        conflict = "ON CONFLICT DO NOTHING"
-    sql = f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({marks}) {conflict}"
-    conn.executemany(sql, [tuple(_to_engine(v, dialect, c, form) for v, c in zip(row, columns, strict=True))
-                           for row in rows])  # fmt: skip
-
-
-# Built once after a PostgreSQL bulk load rather than kept up to date row by row during it.
-_DEFERRED_INDEXES = ("notes_lexical", "notes_rendered_folded_trgm", "workspace_files_trgm", "ledger_fts_body")
-_DEFERRED_TABLE = "afi_copy_indexes"
-
-
-def _defer_indexes(dst: Database) -> None:
-    """Drop the destination's full-text, trigram and HNSW indexes for the load, keeping their
-    definitions in the destination itself (so a resumed copy still rebuilds them)."""
-    with dst.transaction() as conn:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {_DEFERRED_TABLE} (name TEXT PRIMARY KEY, definition TEXT NOT NULL)")
-        found = conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
-            "AND (indexname = ANY(?) OR indexname LIKE 'notes\\_embedding\\_hnsw\\_%')",
-            (list(_DEFERRED_INDEXES),),
-        ).fetchall()
-        for name, definition in found:
-            conn.execute(
-                f"INSERT INTO {_DEFERRED_TABLE} (name, definition) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, definition),
-            )
-            conn.execute(f'DROP INDEX IF EXISTS "{name}"')
-
-
-def _rebuild_indexes(dst: Database) -> None:
-    """Build the indexes set aside, and the HNSW index for the embedder the copied ``meta`` names, in
-    the form it calls for (so the first replica to open the store does not build it)."""
-    with dst.transaction() as conn:
-        conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
-        for name, definition in conn.execute(f"SELECT name, definition FROM {_DEFERRED_TABLE}").fetchall():
-            if str(name).startswith(HNSW_PREFIX):  # made again below, for the form the copied embedder calls for
-                continue
-            conn.execute(str(definition).replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
-        conn.execute(f"DROP TABLE {_DEFERRED_TABLE}")
-        settle_vector_form(conn)
+        index_messages(dst, conn, messages)
 
 
 def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
@@ -272,14 +197,12 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
     done = _progress(dst, source)
     _check_empty(dst, done)
     copied: dict[str, int] = {}
-    if dst.dialect == "postgresql":
-        _defer_indexes(dst)
+    target = _copy_of(dst)
+    target.prepare(dst)
     form: VectorForm = "halfvec"
     for spec in TABLES:
-        if spec.name == "notes" and dst.dialect == "postgresql":
-            # the copied meta names the embedder: its vectors' form (the HNSW index is built at the end)
-            with dst.transaction() as conn:
-                form = settle_vector_form(conn, index=False)
+        if spec.name == "notes":  # the copied meta names the embedder, and so its vectors' form
+            form = target.vector_form(dst)
         columns = _shared_columns(src, dst, spec)
         total = _count(src, spec.name)
         after, count = done.get(spec.name, (None, 0))
@@ -291,7 +214,7 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
             count += len(rows)
             with dst.transaction() as conn:
                 stored = stored_rows(dst, spec.name, columns, rows)
-                _insert(conn, dst.dialect, spec, stored_columns(dst, spec.name, columns), stored, form)
+                _insert(conn, dst, target, spec, stored_columns(dst, spec.name, columns), stored, form)
                 conn.execute(
                     f"INSERT INTO {PROGRESS_TABLE} (source, tbl, last_key, copied) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (source, tbl) DO UPDATE SET last_key = excluded.last_key, copied = excluded.copied",
@@ -300,33 +223,12 @@ def copy_store(plan: CopyPlan, on_progress: Callable[[str, int, int], None] | No
             if on_progress:
                 on_progress(spec.name, count, total)
         copied[spec.name] = count
-    if dst.dialect == "postgresql":
-        if on_progress:
-            on_progress("(indexes)", 0, 1)
-        _rebuild_indexes(dst)
-        if on_progress:
-            on_progress("(indexes)", 1, 1)
-        with dst.read() as conn:  # a bulk load leaves the planner no statistics until autovacuum comes by
-            conn.execute("ANALYZE")
-        issued = _issued(src)
-        with dst.transaction() as conn:
-            for table, column in _IDENTITIES.items():
-                # past every number the source ever gave out, not only past the rows left (an AUTOINCREMENT
-                # table never reuses the number of a row deleted since)
-                conn.execute(
-                    f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                    f"GREATEST((SELECT MAX({column}) FROM {table}), ?, 1))",
-                    (issued.get(table, 0),),
-                )
+    if target.rebuilds_indexes and on_progress:
+        on_progress("(indexes)", 0, 1)
+    target.finish(dst, _copy_of(src).issued(src))
+    if target.rebuilds_indexes and on_progress:
+        on_progress("(indexes)", 1, 1)
     return copied
-
-
-def _issued(src: Database) -> dict[str, int]:
-    """The highest number each AUTOINCREMENT table of a SQLite source has given out (none for PostgreSQL)."""
-    if src.dialect != "sqlite":
-        return {}
-    with src.read() as conn:
-        return {str(name): int(seq) for name, seq in conn.execute("SELECT name, seq FROM sqlite_sequence")}
 
 
 def _digest(db: Database, spec: TableCopy, columns: list[str]) -> tuple[int, str]:

@@ -27,19 +27,12 @@ def columns_of(db: Database, table: str) -> list[str]:
     out; generated columns, which the engine computes, left out; a PostgreSQL note's ``front`` named
     ``rendered``)."""
     with db.read() as conn:
-        if db.dialect == "postgresql":
-            rows = conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ? AND is_generated = 'NEVER' ORDER BY ordinal_position",
-                (table,),
-            ).fetchall()
-            names = [str(r[0]) for r in rows]
-            return [_LOGICAL if table == _NOTES and name == _FRONT else name for name in names]
-        return [str(r[1]) for r in conn.execute(f"PRAGMA table_xinfo({table})").fetchall() if r[6] == 0]
+        names = db.engine.table_columns(conn, table)
+    return [_LOGICAL if table == _NOTES and name == _FRONT else name for name in names]
 
 
 def _derived(db: Database, table: str, columns: list[str]) -> bool:
-    return db.dialect == "postgresql" and table == _NOTES and _LOGICAL in columns
+    return db.engine.note_keeps_front and table == _NOTES and _LOGICAL in columns
 
 
 def select_list(db: Database, table: str, columns: list[str]) -> str:

@@ -14,14 +14,13 @@ step "workspace of older stores"), so nothing it held is hidden by the new defau
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from afi.config import default_data_dir
 from afi.errors import InvalidPath
 from afi.storage.database import is_postgres_url, open_database
-from afi.storage.migrations import file_version
-from afi.storage.schema import WORKSPACE_STEP, holds_anything
+from afi.storage.peek import holds_a_store, peek_meta
+from afi.storage.steps import WORKSPACE_STEP
 
 __all__ = ["PER_USER", "ROOT_KEY", "default_root_of", "workspace_root"]
 
@@ -49,45 +48,9 @@ def _recorded(db: Path | str) -> str | None:
     return str(row[0]) if row is not None else None
 
 
-def _peek_pg_tables(url: str) -> bool:
-    """True when the PostgreSQL database already holds a store (its ``meta`` table)."""
-    from afi.storage.postgres import pg_connect
-
-    with pg_connect(url) as pg:
-        found = pg.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
-    return bool(found and found[0])
-
-
-def _peek(db: Path | str) -> str | None:
-    """The root the store records, or will record when it is migrated, read without changing it."""
-    if is_postgres_url(db):
-        if not _peek_pg_tables(str(db)):
-            return None
-        from afi.storage.postgres import pg_connect
-
-        with pg_connect(str(db)) as pg:
-            row = pg.execute("SELECT value FROM meta WHERE key = %s", (ROOT_KEY,)).fetchone()
-        return str(row[0]) if row is not None else None
-    conn = sqlite3.connect(f"{Path(db).expanduser().resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
-    try:
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if file_version(conn) < WORKSPACE_STEP:
-            return PER_USER if holds_anything(conn) else None
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (ROOT_KEY,)).fetchone()
-        return str(row[0]) if row is not None else None
-    except sqlite3.DatabaseError:
-        return None  # not a store: the command that opens it says so
-    finally:
-        conn.close()
-
-
 def _record(db: Path | str, root: Path) -> None:
     with open_database(db).transaction() as conn:
         conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (ROOT_KEY, str(root)))
-
-
-def _store_exists(db: Path | str) -> bool:
-    return is_postgres_url(db) or Path(db).expanduser().is_file()
 
 
 def workspace_root(db: Path | str, root: Path | None, *, create: bool = True) -> Path:
@@ -100,9 +63,9 @@ def workspace_root(db: Path | str, root: Path | None, *, create: bool = True) ->
         InvalidPath: the root cannot be created (a file is in the way, or its folder is not writable).
     """
     if not create:
-        recorded = _peek(db) if _store_exists(db) else None
+        recorded = peek_meta(db, ROOT_KEY, since_step=WORKSPACE_STEP, before=PER_USER)
     else:
-        new = not _store_exists(db) or (is_postgres_url(db) and not _peek_pg_tables(str(db)))
+        new = not holds_a_store(db)
         recorded = _recorded(db)
         if new and root is not None and recorded is None:
             _record(db, root.expanduser().absolute())

@@ -173,5 +173,4 @@ class KeyStore:
         On PostgreSQL a thread holds no connection between statements, and the pool is the whole
         process's, so there is nothing of this store's own to close.
         """
-        if self._db.dialect == "sqlite":
-            self._db.close()
+        self._db.engine.release(self._db)

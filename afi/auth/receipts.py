@@ -24,13 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import AfiError, Conflict, InvalidPath
+from ..errors import Conflict, InvalidPath
 from ..model import rfc3339
 from ..provider import Caller
 from ..storage.database import Connection, open_database
@@ -121,14 +120,8 @@ class ReceiptStore:
         self.stale_after = stale_after
         self._clock = clock
         self._db = open_database(db, busy_timeout_ms=_BUSY_TIMEOUT_MS)
-        self._store_errors: tuple[type[Exception], ...] = (sqlite3.Error,)
-        self._lock_row = ""
-        if self._db.dialect == "postgresql":
-            import psycopg
-
-            # the engine says a lost server or an exhausted pool as an AfiError (Internal, Conflict)
-            self._store_errors = (psycopg.Error, AfiError)
-            self._lock_row = " FOR UPDATE"
+        self._store_errors = self._db.engine.store_errors
+        self._lock_row = self._db.engine.lock_row
 
     def claim(self, caller: Caller, tool: str, key: str, arguments: Any) -> Claim:
         """Given who calls which tool with which key and arguments, claim a receipt or find one to replay.
@@ -189,14 +182,7 @@ class ReceiptStore:
     def _prune(self, conn: Connection, before: float) -> None:
         """Drop the receipts started before ``before``. On PostgreSQL, rows another claim holds are
         skipped, not waited for: two pruning claims never wait on each other (no deadlock)."""
-        if self._db.dialect == "sqlite":
-            conn.execute("DELETE FROM afi_receipts WHERE started_at < ?", (before,))
-            return
-        conn.execute(
-            "DELETE FROM afi_receipts WHERE (principal, space, tool, key) IN (SELECT principal, space, tool, key "
-            "FROM afi_receipts WHERE started_at < ? FOR UPDATE SKIP LOCKED)",
-            (before,),
-        )
+        self._db.engine.prune_receipts(conn, before)
 
     def finish(self, claim: Claim, *, result: dict[str, Any] | None, failed: bool) -> tuple[Claim, bool]:
         """Record how a claimed call ended; return the finished claim and whether the record was stored.
@@ -233,5 +219,4 @@ class ReceiptStore:
         On PostgreSQL a thread holds no connection between statements, and the pool is the whole
         process's, so there is nothing of this store's own to close.
         """
-        if self._db.dialect == "sqlite":
-            self._db.close()
+        self._db.engine.release(self._db)

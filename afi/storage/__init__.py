@@ -2,7 +2,8 @@
 
 - :mod:`.migrations`: the runner (numbered steps, the ``schema_version`` table, refusing a file a
   newer afi-memory migrated);
-- :mod:`.schema`: every table of the store file, as numbered steps;
+- :mod:`.steps`: the one numbered list of steps, each with its SQLite form (:mod:`.schema`) and its
+  PostgreSQL form (:mod:`.pg_steps`);
 - :mod:`.ensure`: :func:`ensure_schema`, which every part that opens the store calls, and :func:`migrate`;
 - :mod:`.status`: what ``afi db status`` shows;
 - :mod:`.trigram`: the FTS5 query that finds the rows a literal may be in.
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 from .ensure import ensure_schema, migrate
 from .migrations import VERSION_TABLE, Applied, Step, applied_steps, file_version
-from .schema import LATEST, STEPS
 from .status import SchemaStatus, TableRows, schema_status
+from .steps import LATEST, STEPS
 
 __all__ = [
     "LATEST",

@@ -22,6 +22,8 @@ from typing import Any, Literal, Protocol
 
 from ..errors import InvalidPath
 from ..sqlite import Connections, configure
+from .engine import Engine
+from .sqlite_engine import SQLITE
 
 __all__ = [
     "Connection",
@@ -35,6 +37,7 @@ __all__ = [
     "is_postgres_url",
     "open_database",
     "store_label",
+    "store_location",
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -44,6 +47,11 @@ _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def is_postgres_url(db: str | Path) -> bool:
     """True when the ``--db`` value names a PostgreSQL database rather than a SQLite file."""
     return isinstance(db, str) and db.startswith(_POSTGRES_SCHEMES)
+
+
+def store_location(db: str | Path) -> str | Path:
+    """The ``--db`` value as a store is named: a PostgreSQL URL as it is, a SQLite file as a path."""
+    return db if is_postgres_url(db) else Path(db)
 
 
 def store_label(db: str | Path) -> str:
@@ -81,6 +89,9 @@ class Database(Protocol):
 
     @property
     def dialect(self) -> Dialect: ...
+
+    @property
+    def engine(self) -> Engine: ...
 
     @property
     def url(self) -> str: ...
@@ -163,6 +174,7 @@ class SqliteDatabase(TransactionsMixin):
     """A SQLite store file: one connection per thread (WAL), ``BEGIN IMMEDIATE`` for a write."""
 
     dialect: Dialect = "sqlite"
+    engine: Engine = SQLITE
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int | None = None) -> None:
         self.path = Path(path)
@@ -199,6 +211,7 @@ class MemoryDatabase(TransactionsMixin):
     """An in-memory SQLite store (tests, examples): one connection, used by one thread at a time."""
 
     dialect: Dialect = "sqlite"
+    engine: Engine = SQLITE
     url = ":memory:"
 
     def __init__(self) -> None:

@@ -11,7 +11,7 @@ import os
 import sqlite3
 
 from .migrations import Applied, run_steps
-from .schema import STEPS
+from .steps import STEPS
 
 __all__ = ["ensure_schema", "main_file", "migrate"]
 

@@ -2,7 +2,8 @@
 
 The ``schema_version`` table records every applied step (number, name, UTC time). A file whose
 recorded version is newer than the steps this code knows is refused before anything is written, so an
-older ``afi`` never touches a store a newer one has changed.
+older ``afi`` never touches a store a newer one has changed. The steps are :mod:`.steps`' one list;
+this module runs them on a SQLite file (:mod:`.postgres_schema` on a PostgreSQL database).
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from ..errors import Unsupported
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = [
     "VERSION_TABLE",
@@ -23,6 +28,7 @@ __all__ = [
     "applied_steps",
     "check_steps",
     "file_version",
+    "now",
     "refuse_newer",
     "run_steps",
 ]
@@ -32,11 +38,13 @@ VERSION_TABLE = "schema_version"
 
 @dataclass(frozen=True)
 class Step:
-    """One migration: its number (1, 2, … without gaps), a short name, and what it does to the file."""
+    """One migration: its number (1, 2, … without gaps), a short name, and what it does on each engine
+    (``None``: nothing on that engine; the step is recorded all the same)."""
 
     number: int
     name: str
-    apply: Callable[[sqlite_utils.Database], None]
+    sqlite: Callable[[sqlite_utils.Database], None] | None
+    postgres: Callable[[psycopg.Connection[Any]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,20 +64,44 @@ def check_steps(steps: Sequence[Step]) -> int:
     return len(numbers)
 
 
+def now() -> str:
+    """The UTC time a step is recorded at."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def file_version(conn: sqlite3.Connection) -> int:
-    """Return the highest step recorded in the file (0 when none is: a new or a pre-migrations store)."""
-    if not sqlite_utils.Database(conn).table(VERSION_TABLE).exists():
-        return 0
-    row = conn.execute(f"SELECT MAX(number) FROM {VERSION_TABLE}").fetchone()
-    return int(row[0] or 0)
+    """Return the highest step recorded in the file on the one step list (0 when none is: a new or a
+    pre-migrations store)."""
+    return max((step.number for step in applied_steps(conn)), default=0)
 
 
-def applied_steps(conn: sqlite3.Connection) -> list[Applied]:
-    """Return the steps the file records, in order."""
+def _recorded(conn: sqlite3.Connection) -> list[Applied]:
     if not sqlite_utils.Database(conn).table(VERSION_TABLE).exists():
         return []
     rows = conn.execute(f"SELECT number, name, applied_at FROM {VERSION_TABLE} ORDER BY number").fetchall()
     return [Applied(int(row[0]), str(row[1]), str(row[2])) for row in rows]
+
+
+def applied_steps(conn: sqlite3.Connection) -> list[Applied]:
+    """Return the steps the file records, in order, on the one step list (a file that records an
+    engine's old numbers is read as it will be once migrated; nothing is changed)."""
+    from .steps import renumbered
+
+    recorded = _recorded(conn)
+    return renumbered(recorded, at=now()) or recorded
+
+
+def _renumber(conn: sqlite3.Connection) -> None:
+    """Inside a transaction: rewrite the old numbers the file records onto the one step list."""
+    from .steps import renumbered
+
+    rows = renumbered(_recorded(conn), at=now())
+    if rows is not None:
+        conn.execute(f"DELETE FROM {VERSION_TABLE}")
+        conn.executemany(
+            f"INSERT INTO {VERSION_TABLE} (number, name, applied_at) VALUES (?, ?, ?)",
+            [(row.number, row.name, row.applied_at) for row in rows],
+        )
 
 
 def refuse_newer(version: int, latest: int, where: str) -> None:
@@ -94,25 +126,38 @@ def run_steps(conn: sqlite3.Connection, steps: Sequence[Step], *, where: str) ->
     Raises:
         Unsupported: the file's version is newer than the latest step.
     """
+    from .steps import renumbered
+
     latest = check_steps(steps)
     version = file_version(conn)
     refuse_newer(version, latest, where)
-    if version < latest and conn.in_transaction:
+    old_numbers = renumbered(_recorded(conn), at="") is not None
+    if (version < latest or old_numbers) and conn.in_transaction:
         raise ValueError("migrations run outside any transaction: each step is one transaction of its own")
+    if old_numbers:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _renumber(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     done: list[Applied] = []
     while version < latest:
         db = sqlite_utils.Database(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             _create_version_table(db)
+            _renumber(conn)
             version = file_version(conn)
             refuse_newer(version, latest, where)
             if version < latest:
                 step = steps[version]
-                step.apply(db)
+                if step.sqlite is not None:
+                    step.sqlite(db)
                 if not conn.in_transaction:  # e.g. sqlite3's own executescript() commits first
                     raise RuntimeError(f"migration step {step.number} ended its own transaction")
-                applied = Applied(step.number, step.name, datetime.now(UTC).isoformat(timespec="seconds"))
+                applied = Applied(step.number, step.name, now())
                 conn.execute(
                     f"INSERT INTO {VERSION_TABLE} (number, name, applied_at) VALUES (?, ?, ?)",
                     (applied.number, applied.name, applied.applied_at),

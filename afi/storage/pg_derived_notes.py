@@ -1,7 +1,7 @@
 """A PostgreSQL note keeps what it cannot derive: its rendering and its lexemes are SQL functions.
 
 A note's Markdown (what ``cat`` shows and grep reads) is its front matter followed by its content;
-keeping the whole rendering stored the content twice. From migration step 9 the ``notes`` table keeps
+keeping the whole rendering stored the content twice. From migration step 11 the ``notes`` table keeps
 the front matter alone (``front``) and :data:`RENDERED_SQL` puts the two together again, byte for byte
 what the fabric's ``render_note`` writes. The trigram index grep asks is built on that expression.
 
@@ -44,7 +44,7 @@ UPDATE notes SET front = left(rendered, length(rendered) - length(content)
 
 _UNDERIVABLE = f"SELECT id FROM notes WHERE {RENDERED_SQL} IS DISTINCT FROM rendered LIMIT 3"
 
-# Both GIN indexes take new entries into a pending list of at most 64 kB, as before (step 7 says why).
+# Both GIN indexes take new entries into a pending list of at most 64 kB, as before (step 9, "compact notes", says why).
 # notes_kind_name goes: every lookup by name asks the file-name index (fabric.rows.NAMED), now whole
 # rather than partial, because PostgreSQL keeps statistics of an index's expression only for an index
 # without a WHERE: without them it guessed 1 note in 200 for a name, and planned a join by names
@@ -67,7 +67,7 @@ CREATE INDEX notes_lexical ON notes USING gin ({LEXEMES_SQL}) WITH (gin_pending_
 
 
 def derive_notes(conn: Any) -> None:
-    """Migration step 9: keep each note's front matter instead of its rendering, drop the stored
+    """Migration step 11: keep each note's front matter instead of its rendering, drop the stored
     ``tsvector`` and the (kind, name) index (the whole file-name index serves names). Refuses,
     changing nothing, when a stored rendering is not its front matter and content put together (a
     store written by hand, not by afi-memory)."""
@@ -77,8 +77,8 @@ def derive_notes(conn: Any) -> None:
     if odd:
         raise Unsupported(
             f"notes {', '.join(odd)} have a stored rendering that is not their front matter followed by their "
-            "content; migration step 9 keeps only the front matter and would change what they show, so the "
-            "store stays at step 8 (rewrite those notes through afi-memory, then migrate again)"
+            "content; migration step 11 keeps only the front matter and would change what they show, so the "
+            "store stays at step 10 (rewrite those notes through afi-memory, then migrate again)"
         )
     conn.execute(_DERIVED.encode())
     conn.execute("ANALYZE notes")  # BM25 reads the common lexemes' counts from the index's statistics

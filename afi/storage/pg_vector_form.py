@@ -10,7 +10,7 @@ The column's type in the catalog is the record of the choice: every reader and w
 (a ``sparsevec`` holds ``float32`` values, written rounded to ``float16``), the same numbers the SQLite
 store keeps, so ``afi db copy`` between the engines stays exact. The choice follows from the embedder
 recorded in ``meta``: a store is converted when it first knows its embedder (at its first open, or at
-migration step 7 for a store made before), see :func:`settle_vector_form`.
+migration step 9 for a store made before), see :func:`settle_vector_form`.
 """
 
 from __future__ import annotations

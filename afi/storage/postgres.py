@@ -28,6 +28,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import Conflict, Internal, InvalidPath, Unsupported
 from .database import Connection, Dialect, TransactionsMixin, TransactionState
+from .engine import Engine
+from .pg_engine import POSTGRES
 
 __all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 
@@ -124,6 +126,7 @@ class PostgresDatabase(TransactionsMixin):
     """One PostgreSQL database; :meth:`open` shares it (and its pool) among every part of a process."""
 
     dialect: Dialect = "postgresql"
+    engine: Engine = POSTGRES
     CHECK_IDLE_SECONDS = 1.0
     _open: ClassVar[dict[str, PostgresDatabase]] = {}
     _open_lock: ClassVar[threading.Lock] = threading.Lock()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .postgres import pg_connect, redact_url
-from .postgres_schema import LATEST, STEPS, applied_pg_steps, pg_version
+from .postgres_schema import applied_pg_steps, pg_version
 from .status import SchemaStatus, TableRows
+from .steps import LATEST, STEPS
 
 __all__ = ["postgres_status"]
 

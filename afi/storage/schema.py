@@ -1,4 +1,4 @@
-"""Every table of the store file, as numbered migrations (:mod:`.migrations` runs them).
+"""The SQLite form of each step of the one step list (:mod:`.steps`; :mod:`.migrations` runs them).
 
 Step 1 is the layout the store had before migrations were recorded, written so that it is a no-op on
 such a store (``if_not_exists`` / ``IF NOT EXISTS`` throughout): an existing file is adopted as
@@ -7,8 +7,8 @@ is written out only for what its ``create`` cannot say: ``UNIQUE`` table or colu
 ``AUTOINCREMENT``, a ``REFERENCES`` beside those, FTS5 tables with their options, triggers and
 partial indexes.
 
-A later change is a new step appended to :data:`STEPS` (say ``db.table("notes").add_column(...)`` or
-``db.table("audit").transform(...)``); a step once released is never edited.
+A later change is a new step appended to :data:`.steps.STEPS` with a form for each engine (say
+``db.table("notes").add_column(...)`` here); a step once released is never edited.
 """
 
 from __future__ import annotations
@@ -17,9 +17,20 @@ import sqlite3
 
 import sqlite_utils
 
-from .migrations import Step
-
-__all__ = ["LATEST", "STEPS", "WORKSPACE_STEP", "holds_anything"]
+__all__ = [
+    "OAUTH_TABLES",
+    "audit_by_space",
+    "change_stamps",
+    "file_history",
+    "holds_anything",
+    "initial_layout",
+    "notes_by_file_name",
+    "oauth",
+    "snapshots",
+    "trigrams_without_positions",
+    "workspace_charged",
+    "workspace_of_older_stores",
+]
 
 _SCOPE = {"tenant_id": str, "resource_id": str, "thread_id": str}
 _SCOPE_KEY = ("tenant_id", "resource_id", "thread_id")
@@ -216,14 +227,14 @@ def _ledger(db: sqlite_utils.Database) -> None:
     )
 
 
-def _initial_layout(db: sqlite_utils.Database) -> None:
+def initial_layout(db: sqlite_utils.Database) -> None:
     _auth(db)
     _fabric(db)
     _workspace(db)
     _ledger(db)
 
 
-def _notes_by_file_name(db: sqlite_utils.Database) -> None:
+def notes_by_file_name(db: sqlite_utils.Database) -> None:
     """Listings of ``/facts`` and ``/procedures`` are ordered by file name (``<name>.md``, which is not
     the order of ``name``: ``a-b.md`` sorts before ``a.md``); an index on that expression lets a page
     be read in order instead of sorting every note of the kind. An expression index is SQL that
@@ -234,7 +245,7 @@ def _notes_by_file_name(db: sqlite_utils.Database) -> None:
     )
 
 
-def _trigrams_without_positions(db: sqlite_utils.Database) -> None:
+def trigrams_without_positions(db: sqlite_utils.Database) -> None:
     """The trigram indexes keep which rows hold a trigram, not where (FTS5 ``detail=none``): about a
     quarter of the bytes (300 against 1,040 a note), as fast, and as selective once a literal asks
     for all its overlapping trigrams (:mod:`.trigram`). Rebuilt from the rows they index; the
@@ -253,12 +264,12 @@ def _trigrams_without_positions(db: sqlite_utils.Database) -> None:
         )
 
 
-def _audit_by_space(db: sqlite_utils.Database) -> None:
+def audit_by_space(db: sqlite_utils.Database) -> None:
     """A space's last write (the time its folders show) is one index lookup, not a scan of every space's rows."""
     db.execute("CREATE INDEX IF NOT EXISTS audit_space_seq ON audit (space, seq)")
 
 
-def _snapshots(db: sqlite_utils.Database) -> None:
+def snapshots(db: sqlite_utils.Database) -> None:
     """Named instants of a space (afi snapshot): one row each, the past they name is the notes' own."""
     db.execute(
         "CREATE TABLE IF NOT EXISTS snapshots (space TEXT NOT NULL, name TEXT NOT NULL, at TEXT NOT NULL, "
@@ -266,7 +277,7 @@ def _snapshots(db: sqlite_utils.Database) -> None:
     )
 
 
-def _file_history(db: sqlite_utils.Database) -> None:
+def file_history(db: sqlite_utils.Database) -> None:
     """Workspace file history (afi gc drops the old): each version's bytes once in ``file_blobs``,
     keyed by their SHA-256 however many versions and spaces share them, and ``file_versions``: from
     ``at`` on, ``path`` held the blob ``sha256`` (or was absent, when it is NULL)."""
@@ -282,7 +293,7 @@ def _file_history(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS file_versions_sha256 ON file_versions (sha256) WHERE sha256 IS NOT NULL")
 
 
-def _oauth(db: sqlite_utils.Database) -> None:
+def oauth(db: sqlite_utils.Database) -> None:
     """The built-in OAuth authorization server (afi/auth/oauth): registered clients, the grants the
     owner approved (a client, a space, scopes, the resource bound into its tokens), and every short-lived
     secret by its SHA-256: pending consent requests, authorization codes, access and refresh tokens."""
@@ -303,7 +314,7 @@ OAUTH_TABLES = (
 )
 
 
-def _change_stamps(db: sqlite_utils.Database) -> None:
+def change_stamps(db: sqlite_utils.Database) -> None:
     """Each note change carries a stamp that never goes back: the newest is the scope's clock (one lookup)."""
     if "stamp" not in db["note_changes"].columns_dict:
         db.execute("ALTER TABLE note_changes ADD COLUMN stamp TEXT")
@@ -318,31 +329,15 @@ def holds_anything(conn: sqlite3.Connection) -> bool:
     return any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone() for name in _HOLDINGS if name in tables)
 
 
-def _workspace_of_older_stores(db: sqlite_utils.Database) -> None:
+def workspace_of_older_stores(db: sqlite_utils.Database) -> None:
     """A store that already holds something used the per-user workspace (``<data dir>/files``) whatever
     its path: record that, so the default of a new store (a folder beside it) never hides its files."""
     if holds_anything(db.conn):
         db.execute("INSERT INTO meta (key, value) VALUES ('workspace_root', 'per-user') ON CONFLICT (key) DO NOTHING")
 
 
-def _workspace_charged(db: sqlite_utils.Database) -> None:
+def workspace_charged(db: sqlite_utils.Database) -> None:
     """What the quota charges each workspace file: the bytes it has on disk, at most its size (a hole
     costs nothing). NULL until the file is next indexed; the quota charges such a file its size."""
     if "charged" not in db["workspace_files"].columns_dict:
         db.execute("ALTER TABLE workspace_files ADD COLUMN charged INTEGER")
-
-
-STEPS: tuple[Step, ...] = (
-    Step(1, "initial layout", _initial_layout),
-    Step(2, "notes by file name", _notes_by_file_name),
-    Step(3, "trigram indexes without positions", _trigrams_without_positions),
-    Step(4, "audit by space", _audit_by_space),
-    Step(5, "snapshots", _snapshots),
-    Step(6, "file history", _file_history),
-    Step(7, "oauth", _oauth),
-    Step(8, "change stamps", _change_stamps),
-    Step(9, "workspace of older stores", _workspace_of_older_stores),
-    Step(10, "workspace charged bytes", _workspace_charged),
-)
-LATEST = len(STEPS)
-WORKSPACE_STEP = 9  # from this step on, a store records the per-user workspace it used before

@@ -10,7 +10,7 @@ from typing import Any
 import sqlite_utils
 
 from .migrations import Applied, applied_steps, file_version
-from .schema import LATEST, STEPS
+from .steps import LATEST, STEPS
 
 __all__ = ["SchemaStatus", "TableRows", "schema_status"]
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from afi.errors import InvalidPath
 from afi.storage.database import Connection, Database
+from afi.storage.engine import Engine
 
 from .fabric.rows import INSERT_CHANGE, change_row
 from .horizon import raise_horizon
@@ -108,9 +109,8 @@ def _compact_changes(conn: Connection, space: str) -> int:
     return max(cur.rowcount, 0)
 
 
-def _blobs(conn: Connection, postgres: bool) -> tuple[int, int]:
-    if postgres:  # a writer's blob insert waits for this, and this for writers mid-way: no blob is lost
-        conn.execute("LOCK TABLE file_blobs IN SHARE ROW EXCLUSIVE MODE")
+def _blobs(conn: Connection, engine: Engine) -> tuple[int, int]:
+    engine.hold_blobs(conn)  # a writer mid-way keeps the blob it names
     gone = conn.execute(
         "DELETE FROM file_blobs WHERE NOT EXISTS (SELECT 1 FROM file_versions v WHERE v.sha256 = file_blobs.sha256) "
         "RETURNING size"
@@ -147,7 +147,7 @@ def collect_garbage(database: Database, spaces: Sequence[str], keep_days: int, *
                     raise_horizon(conn, space, report.boundary)
                 report.change_rows += _compact_changes(conn, space)
                 step(f"{space}: change log")
-            report.blobs, report.bytes_freed = _blobs(conn, database.dialect == "postgresql")
+            report.blobs, report.bytes_freed = _blobs(conn, database.engine)
             step("blobs")
             if dry_run:
                 raise _DryRun

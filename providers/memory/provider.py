@@ -20,7 +20,7 @@ from afi.errors import AfiError, Conflict, Forbidden, Internal, InvalidPath, Not
 from afi.model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 from afi.paths import normalize
 from afi.provider import Caller
-from afi.storage.database import is_postgres_url, open_database
+from afi.storage.database import open_database, store_location
 
 from .admin import AdminVerbs
 from .bundle.apply import store_holds_nothing
@@ -46,6 +46,10 @@ __all__ = ["MemoryProvider"]
 T = TypeVar("T")
 
 
+def _file_locks(db: str | Path) -> SpaceLocks:
+    return SpaceLocks(lock_folder(Path(db)))
+
+
 class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
     """An AFI provider at profile 3 over the memory fabric and a jailed workspace per space."""
 
@@ -61,16 +65,17 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
     ) -> None:
         if str(db) == ":memory:":
             raise ValueError("MemoryProvider needs a database file: every worker thread opens its own connection")
-        self.db: str | Path = db if is_postgres_url(db) else Path(db)
+        self.db: str | Path = store_location(db)
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
         self.workspace_limits = workspace_limits or WorkspaceLimits.from_env()
         self._db = open_database(self.db)
         self.audit = AuditLog(self._db)
         self._keys = keys if keys is not None else _default_keys(self.db)
-        self._write_locks: SpaceLocks | AdvisorySpaceLocks = (
-            AdvisorySpaceLocks(self._db) if isinstance(self.db, str) else SpaceLocks(lock_folder(self.db))
-        )
+        # a lock file per space beside a SQLite file; an advisory lock in the verb's transaction on PostgreSQL
+        lite: Callable[[], SpaceLocks | AdvisorySpaceLocks] = partial(_file_locks, self.db)
+        advisory: Callable[[], SpaceLocks | AdvisorySpaceLocks] = partial(AdvisorySpaceLocks, self._db)
+        self._write_locks = self._db.engine.choose(sqlite=lite, postgresql=advisory)()
         self._spaces = Spaces(self.db, self._db, self.root, self.workspace_limits, self._write_locks, embedder)
         # what an import or fork killed mid-way left in the root is undone before anything else is done
         sweep_claims(self.root, self._db, self._write_locks.hold, partial(store_holds_nothing, self._db))
@@ -214,7 +219,7 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
         the busy timeout); its index rows, rebuilt from the disk anyway, commit in their own short
         transactions after the bytes, and its audit row after them.
         """
-        whole = self._db.dialect == "postgresql" or not _in_files(where or path)
+        whole = not self._db.engine.one_writer_at_a_time or not _in_files(where or path)
         try:
             check_space_name(caller.space)
             with self._write_locks.hold(caller.space), self._db.transaction() if whole else nullcontext():

@@ -86,7 +86,7 @@ def test_a_store_moves_to_postgresql_and_back_whole(tmp_path: Path, pg_store_url
         "notes_lexical",
         "notes_rendered_folded_trgm",
         "ledger_fts_body",
-        "notes_embedding_hnsw_sparse_384",  # the hash embedder's vectors are sparse (step 7)
+        "notes_embedding_hnsw_sparse_384",  # the hash embedder's vectors are sparse (step 9)
     } <= indexes
     assert leftovers == (None, None)
 

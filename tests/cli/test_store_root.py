@@ -69,11 +69,11 @@ def test_a_root_given_once_is_recorded_by_the_store(home: Path) -> None:
 
 
 def test_a_store_made_before_keeps_the_per_user_workspace(home: Path) -> None:
-    """A store with content at schema step 8 used ``<data dir>/files`` whatever its path: it still does."""
+    """A store with content at schema step 11 used ``<data dir>/files`` whatever its path: it still does."""
     old = home / "old.db"
     assert _afi("remember", "fact", "an old fact", "--db", str(old), home=home).returncode == 0
-    with sqlite3.connect(old) as conn:  # as the code before the step left it: no step 9, no record
-        conn.execute("DELETE FROM schema_version WHERE number >= 9")
+    with sqlite3.connect(old) as conn:  # as the code before the step left it: no step 12, no record
+        conn.execute("DELETE FROM schema_version WHERE number >= 12")
         conn.execute("DELETE FROM meta WHERE key = 'workspace_root'")
     (home / "old.files").rmdir()
     listed = _afi("ls", "/files", "--db", str(old), home=home)

@@ -1,5 +1,5 @@
 """The built-in authorization server's state, in the store (tables ``oauth_clients``, ``oauth_grants``,
-``oauth_tokens``; SQLite step 7, PostgreSQL step 6).
+``oauth_tokens``; schema step 8).
 
 A **client** is what registered (RFC 7591), kept as its registration JSON with its secret's SHA-256
 in place of the secret (or, for a client known by its metadata document, that document's fields).

@@ -167,8 +167,8 @@ def apply_space(database: Database, space: Space, name: str, root: Path, prepare
 
 
 def _ledger(database: Database, conn: Connection, name: str, data: SpaceData) -> None:
-    if database.dialect == "postgresql" and data.sessions:
-        conn.execute("SELECT pg_advisory_xact_lock(?::integer, hashtext(?))", (_WRITE_LOCK, name))
+    if data.sessions:
+        database.engine.lock_space(conn, _WRITE_LOCK, name)
     for session in data.sessions:
         key = conn.execute("INSERT INTO ledger_sessions (space, session_id, created_at) VALUES (?, ?, ?) "
                            "RETURNING key", (name, session.session_id, session.created_at)).fetchone()[0]  # fmt: skip
@@ -183,7 +183,7 @@ def _ledger(database: Database, conn: Connection, name: str, data: SpaceData) ->
             if e["type"] == "message":
                 messages.append((int(seq), f"s{key}", str(e["text"])))
         if messages:
-            index_messages(database.dialect, conn, messages)
+            index_messages(database, conn, messages)
 
 
 def _files(database: Database, conn: Connection, name: str, root: Path, prepared: Prepared) -> None:

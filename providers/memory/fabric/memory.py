@@ -175,11 +175,9 @@ class Memory:
     owns_store: bool = True
 
     def __post_init__(self) -> None:
-        self.index: VectorIndex | PgVectorIndex = (
-            PgVectorIndex(self.store, self.scope, self.embedder.dims)
-            if self.store.postgres
-            else VectorIndex(self.store, self.scope, self.embedder.dims)
-        )
+        sqlite: type[VectorIndex | PgVectorIndex] = VectorIndex
+        index = self.store.database.engine.choose(sqlite=sqlite, postgresql=PgVectorIndex)
+        self.index: VectorIndex | PgVectorIndex = index(self.store, self.scope, self.embedder.dims)
 
     def present(self) -> str:
         """The scope's "now": the wall clock, or its last writes' stamps when a clock ahead wrote them

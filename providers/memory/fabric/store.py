@@ -3,7 +3,8 @@ lineage: :mod:`.side_rows`).
 
 One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection per thread), a
 PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
-:mod:`afi.storage.schema`'s (or :mod:`afi.storage.postgres_schema`'s), brought up to date at open.
+:mod:`afi.storage.steps`' list, brought up to date at open. What the store does its own way on each
+engine is :mod:`.sqlite_notes`' or :mod:`.pg_notes`', chosen when it opens.
 ``meta`` records the embedder the vectors came from. Every note insert/update/delete appends to
 ``note_changes``; its ``seq`` is the store-wide counter written into ``notes.seq``, so another process
 (or another replica) can tell what changed. A write joins the transaction this thread already holds
@@ -22,15 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from afi.storage import applied_steps
 from afi.storage.database import Connection, open_database
-from afi.storage.pg_vector_form import VectorForm, column_value, settle_vector_form
-from afi.storage.postgres_schema import applied_pg_steps
+from afi.storage.pg_vector_form import VectorForm
 
 from .errors import MemoryValidationError
-from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
-from .pg_lexical import PgTermStats, pg_bm25_rowids
-from .render import render_front, render_note
+from .pg_notes import PgNotes
 from .rows import (
     _INDEX_SELECT,
     _SELECT,
@@ -44,8 +41,8 @@ from .rows import (
     scope_lock_key,
 )
 from .side_rows import ScopeSideRows
+from .sqlite_notes import SqliteNotes
 from .types import MemoryNote, Scope
-from .vector_bytes import pack_vector
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
@@ -57,30 +54,25 @@ class Store(ScopeSideRows):
         self.path = os.fspath(path)
         self.in_memory = self.path == ":memory:"
         self.database = open_database(self.path)
-        self.postgres = self.database.dialect == "postgresql"
+        self.engine = self.database.engine
+        notes: type[SqliteNotes | PgNotes] = SqliteNotes
+        self.notes = self.engine.choose(sqlite=notes, postgresql=PgNotes)(self.database)
         self._local = threading.local()  # the serial of this thread's transaction this store wrote in
         self._closed = False
         self._tx_hooks: list[Callable[[int, bool], None]] = []
-        self.term_stats = TermStats()
-        self.pg_term_stats = PgTermStats()
         self._check_embedder(embedder_name, dims)
         # on PostgreSQL: sparsevec for a sparse embedder, halfvec otherwise (afi.storage.pg_vector_form)
-        self.vector_form: VectorForm = "halfvec"
+        self.vector_form: VectorForm = self.notes.settle_vectors(self.write)
         # what a row keeps of the note's Markdown: all of it in SQLite, the front matter in PostgreSQL,
         # where SQL adds the content back (afi.storage.pg_derived_notes)
-        self._rendering: tuple[str, Callable[[MemoryNote], str]] = (
-            ("front", render_front) if self.postgres else ("rendered", render_note)
-        )
-        if self.postgres:
-            with self.write() as conn:
-                self.vector_form = settle_vector_form(conn)
+        self._rendering: tuple[str, Callable[[MemoryNote], str]] = self.notes.rendering
 
     # -- connections and transactions ------------------------------------------------------
 
     def conn(self) -> Connection:
         """Return this thread's SQLite connection (tests and tools; PostgreSQL lends connections by block)."""
         self._check_open()
-        if self.postgres:
+        if not self.notes.lends_thread_connection:
             raise MemoryValidationError("a PostgreSQL store lends connections by block: use read() or write()")
         with self.database.read() as conn:
             return conn
@@ -99,8 +91,8 @@ class Store(ScopeSideRows):
             if serial is not None and getattr(self._local, "tx", None) != serial:
                 self._local.tx = serial
                 self.database.after_transaction(functools.partial(self._ended, serial))
-            if scope is not None and self.postgres:
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (scope_lock_key(scope),))
+            if scope is not None:
+                self.engine.lock_scope(conn, scope_lock_key(scope))
             yield conn
 
     def _ended(self, tx: int, committed: bool) -> None:
@@ -130,8 +122,7 @@ class Store(ScopeSideRows):
         """Close the store: no call works after this. A SQLite file's other threads' connections close
         when those threads end; a PostgreSQL pool is shared by the process and stays open."""
         self._closed = True
-        if self.database.dialect == "sqlite":
-            self.database.close()
+        self.engine.release(self.database)
 
     # -- schema ------------------------------------------------------------------------
 
@@ -157,8 +148,7 @@ class Store(ScopeSideRows):
     def migrations(self) -> list[int]:
         """Return the applied migration steps of the store file, in order."""
         with self.read() as conn:
-            steps = applied_pg_steps(conn.raw) if self.postgres else applied_steps(conn)  # type: ignore[attr-defined,arg-type]
-            return [step.number for step in steps]
+            return [step.number for step in self.engine.applied_steps(conn)]
 
     # -- notes -------------------------------------------------------------------------
 
@@ -170,19 +160,17 @@ class Store(ScopeSideRows):
         """An embedding as the engine keeps it, at half precision: :func:`pack_vector`'s bytes in SQLite,
         a ``halfvec`` or ``sparsevec`` in PostgreSQL."""
         array = np.asarray(embedding, dtype=np.float32)
-        return column_value(array, self.vector_form) if self.postgres else pack_vector(array)
+        return self.notes.vector(array, self.vector_form)
 
     def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """Rows whose last column is an embedding, that column as SQLite keeps it on either engine
         (:func:`unpack_vector` reads it)."""
-        if not self.postgres:
-            return rows
-        return [(*row[:-1], None if row[-1] is None else pack_vector(row[-1].to_numpy())) for row in rows]
+        return self.notes.with_blobs(rows)
 
     def scope_rows(self) -> str:
         """The condition that a row looked up by rowid is the scope's (SQLite's ``+`` keeps the planner
         on the rowid instead of the scope's index; PostgreSQL's planner needs no such hint)."""
-        plus = "" if self.postgres else "+"
+        plus = self.engine.rowid_hint
         return f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
 
     def insert_note(self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None) -> int:
@@ -286,45 +274,21 @@ class Store(ScopeSideRows):
             f"n.status = 'active' AND n.kind IN ({marks}) AND (n.valid_from IS NULL OR n.valid_from <= ?) "
             "AND (n.valid_to IS NULL OR n.valid_to > ?)"
         )
-        if self.postgres:
-            with self.read() as conn:
-                seq = self._latest_seq(conn)
-                return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit, where=valid,
-                                      params=(*kinds, as_of, as_of))  # fmt: skip
-        match = fts_query(terms)
-        if match is None:
-            return []
-        sql = (
-            "SELECT n.rowid FROM notes_lexical JOIN notes n ON n.rowid = notes_lexical.rowid "
-            "WHERE notes_lexical MATCH ? AND n.tenant_id = ? AND n.resource_id = ? AND n.thread_id = ? "
-            f"AND {valid} ORDER BY bm25(notes_lexical) LIMIT ?"
-        )
         with self.read() as conn:
-            rows = conn.execute(sql, (match, *_scope_key(scope), *kinds, as_of, as_of, limit)).fetchall()
-        return [row[0] for row in rows]
+            return self.notes.lexical(conn, scope, terms, valid=valid, params=(*kinds, as_of, as_of), limit=limit)
 
     def rank_lexical(self, scope: Scope, terms: list[str], *, limit: int | None) -> list[int]:
         """Return the rowids of notes holding any of the terms, best BM25 first (the best ``limit``, or
         all). On SQLite the FTS5 index is read alone, across every scope (recall filters by the vector
         index's mask, which knows the scope, kinds and validity); on PostgreSQL the scope's notes only."""
-        if self.postgres:
-            with self.read() as conn:
-                seq = self._latest_seq(conn)
-                return pg_bm25_rowids(conn, self.pg_term_stats, scope, terms, seq=seq, limit=limit)
-        match = fts_query(terms)
-        if match is None:
-            return []
         with self.read() as conn:
-            return bm25_rowids(conn, match, limit=limit)  # type: ignore[arg-type]
+            return self.notes.rank_lexical(conn, scope, terms, limit=limit)
 
     def every_match(self, scope: Scope, terms: list[str], *, limit: int) -> list[int] | None:
         """The rowids of every note (any scope, as ``rank_lexical``) holding any of the terms, in no order;
         None past ``limit``, when no term is indexed, and on PostgreSQL (its fold asks the HNSW graph)."""
-        match = None if self.postgres else fts_query(terms)
-        if match is None:
-            return None
         with self.read() as conn:
-            return matching_rowids(conn, match, limit)  # type: ignore[arg-type]
+            return self.notes.every_match(conn, terms, limit=limit)
 
     @staticmethod
     def _latest_seq(conn: Connection) -> int:
@@ -334,10 +298,7 @@ class Store(ScopeSideRows):
         """Given query terms, return the rarest ones whose summed posting lists stay under the cap."""
         with self.read() as conn:
             seq = self._latest_seq(conn)
-            if self.postgres:
-                return self.pg_term_stats.select(conn, terms, seq=seq, max_postings=max_postings, min_terms=min_terms)
-            return self.term_stats.select(conn, terms, seq=seq, max_postings=max_postings,  # type: ignore[arg-type]
-                                          min_terms=min_terms)  # fmt: skip
+            return self.notes.select_terms(conn, terms, seq=seq, max_postings=max_postings, min_terms=min_terms)
 
     # -- changes -----------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, cast
 
-from afi.storage.database import Connection, Dialect
+from afi.storage.database import Connection, Database
 
 from ..fabric.errors import MemoryValidationError
 
@@ -87,16 +87,21 @@ def _bare(char: str) -> str:
     return "".join(c for c in parts if not unicodedata.combining(c))
 
 
-def index_messages(dialect: Dialect, conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-    """Given the engine, a connection inside the append's transaction and new messages as
+def _sqlite_index(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    conn.executemany("INSERT INTO ledger_fts(rowid, sess, body) VALUES (?,?,?)", rows)
+
+
+def _pg_index(conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    conn.executemany(
+        "INSERT INTO ledger_fts(rowid, sess, body) VALUES (?, ?, array_to_tsvector(?::text[]))",
+        [(seq, sess, message_words(text)) for seq, sess, text in rows],
+    )
+
+
+def index_messages(database: Database, conn: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Given the store, a connection inside the append's transaction and new messages as
     (seq, ``s<session key>``, text), add them to the full-text index."""
-    if dialect == "postgresql":
-        conn.executemany(
-            "INSERT INTO ledger_fts(rowid, sess, body) VALUES (?, ?, array_to_tsvector(?::text[]))",
-            [(seq, sess, message_words(text)) for seq, sess, text in rows],
-        )
-    else:
-        conn.executemany("INSERT INTO ledger_fts(rowid, sess, body) VALUES (?,?,?)", rows)
+    database.engine.choose(sqlite=_sqlite_index, postgresql=_pg_index)(conn, rows)
 
 
 def best_messages(session: LedgerSession, terms: list[str], top_k: int,
@@ -109,10 +114,9 @@ def best_messages(session: LedgerSession, terms: list[str], top_k: int,
     Raises ConversationAbortedError once ``signal`` is set while a statement runs.
     """
     database = session.ledger.database
+    best = database.engine.choose(sqlite=_sqlite_best, postgresql=_pg_best)
     with database.read() as conn:
-        if database.dialect == "postgresql":
-            return _pg_best(conn, f"s{session.key}", terms, top_k, signal)
-        return _sqlite_best(conn, f"s{session.key}", terms, top_k, signal)
+        return best(conn, f"s{session.key}", terms, top_k, signal)
 
 
 def _sqlite_best(conn: Connection, sess: str, terms: list[str], top_k: int,

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from afi.storage.database import Connection, is_postgres_url, open_database
+from afi.storage.database import Connection, open_database, store_location
 
 from ..fabric.errors import MemoryValidationError
 from ..fabric.store import iso_now
@@ -44,13 +44,6 @@ __all__ = [
 ]
 
 
-# the ids a reflection folds, one row (``value``) each, from its ``data`` JSON
-_OBSERVATION_IDS = {
-    "sqlite": "json_each(data, '$.observation_ids')",
-    "postgresql": "jsonb_array_elements_text(data::jsonb -> 'observation_ids') AS ids(value)",
-}
-
-
 class Ledger:
     """The ledger of one space in one store; ``session(id)`` gets or creates a session.
 
@@ -58,7 +51,7 @@ class Ledger:
     """
 
     def __init__(self, db: str | Path, *, space: str = "default") -> None:
-        self.db: str | Path = db if is_postgres_url(db) else Path(db)
+        self.db: str | Path = store_location(db)
         self.space = _text(space, "space", cap=MAX_ID_CHARS)
         self.database = open_database(self.db)
 
@@ -147,9 +140,10 @@ class Ledger:
 
     def _observation(self, conn: Connection, found: tuple[int, str, LedgerEntry]) -> Observation:
         key, sid, entry = found
+        ids = self.database.engine.json_texts("data", "observation_ids")  # the ids a reflection folds
         folded = [r[0] for r in conn.execute(
             "SELECT ref FROM ledger_entries WHERE session_key = ? AND type = 'reflection' AND EXISTS "
-            f"(SELECT 1 FROM {_OBSERVATION_IDS[self.database.dialect]} WHERE value = ?) ORDER BY pos", (key, entry.ref),
+            f"(SELECT 1 FROM {ids} WHERE value = ?) ORDER BY pos", (key, entry.ref),
         ).fetchall()]  # fmt: skip
         return Observation(id=entry.ref or "", session_id=sid, content=entry.text, timestamp=entry.timestamp,
                            entry_id=entry.id, source_entry_ids=list(entry.data.get("source_entry_ids", [])),

@@ -144,7 +144,7 @@ class LedgerSession:
             if rows:
                 conn.executemany(f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
                                  "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
-                index_messages(self.ledger.database.dialect, conn, fts)
+                index_messages(self.ledger.database, conn, fts)
         return out
 
     def observe(self, *, text: str, source_entry_ids: Iterable[str] = (), id: str | None = None,
@@ -231,8 +231,7 @@ class LedgerSession:
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
         with self.ledger.database.transaction() as conn:
-            if self.ledger.database.dialect == "postgresql":
-                conn.execute("SELECT pg_advisory_xact_lock(?::integer, hashtext(?))", (_WRITE_LOCK, self.ledger.space))
+            self.ledger.database.engine.lock_space(conn, _WRITE_LOCK, self.ledger.space)
             yield conn
 
     def _scope(self, scope_id: str) -> WorkScope:
@@ -271,13 +270,7 @@ class LedgerSession:
         """Given how many entries a write adds, return their ``seq`` numbers, ascending."""
         if count <= 0:
             return []
-        if self.ledger.database.dialect == "postgresql":
-            rows = conn.execute(
-                "SELECT nextval(pg_get_serial_sequence('ledger_entries', 'seq')) FROM generate_series(1, ?)", (count,)
-            ).fetchall()
-            return sorted(int(r[0]) for r in rows)
-        top = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM ledger_entries").fetchone()[0])
-        return list(range(top + 1, top + 1 + count))
+        return self.ledger.database.engine.new_seqs(conn, "ledger_entries", "seq", count)
 
     def _om(self, conn: Connection, type_: str, ref: str, text: str, data: dict[str, Any],
             entry_id: str | None, timestamp: Any) -> LedgerEntry:  # fmt: skip

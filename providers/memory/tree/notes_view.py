@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from afi.storage.database import Database, Dialect
-from afi.storage.pg_derived_notes import RENDERED_SQL
+from afi.storage.database import Database
 from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
@@ -28,10 +27,6 @@ from .pg_glob import glob_regex
 from .versions import Facts, Shown, facts_sql, shown, widening
 
 __all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
-
-# a note's Markdown: stored in SQLite, its front matter and content put together in PostgreSQL
-_RENDERED: dict[Dialect, str] = {"sqlite": "rendered", "postgresql": RENDERED_SQL}
-_SIZE: dict[Dialect, str] = {"sqlite": "length(CAST(rendered AS BLOB))", "postgresql": f"octet_length({RENDERED_SQL})"}
 
 
 def _valid_now(table: str = "") -> str:
@@ -120,15 +115,57 @@ def rendered_etag(rendered: str) -> str:
     return '"w' + hashlib.sha256(rendered.encode()).hexdigest()[:20] + '"'
 
 
+def _latest_of_each_sqlite(wanted: str, named: str) -> str:
+    # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
+    # from the row holding the maximum: the latest valid version.
+    return (
+        f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n ON {named} GROUP BY n.kind, n.name"
+    )
+
+
+def _latest_of_each_pg(wanted: str, named: str) -> str:
+    # the latest valid version of each name, one index probe per name whatever the statistics say
+    # (planned as a join on a guess, it scanned every note: 44 ms at 100k notes against 0.6)
+    return (
+        f"{wanted}n.kind, n.name, n.id, n.seq FROM wanted w CROSS JOIN LATERAL "
+        f"(SELECT n.kind, n.name, n.id, n.seq FROM notes n WHERE {named} ORDER BY n.seq DESC LIMIT 1) AS n"
+    )
+
+
+def _literals_sqlite(rendered: str, literals: list[str], valid: str, where: str, extra: str,
+                     args: dict[str, Any]) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """The FTS5 trigram table drives: a CROSS JOIN keeps SQLite from probing it once per note."""
+    args["expr"] = trigram_query(literals)
+    sql = (
+        f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
+        "CROSS JOIN notes n ON n.rowid = t.rowid "
+        f"WHERE notes_trigram MATCH :expr AND {where}{_and(extra, 'n.')}"
+    )
+    return sql, args
+
+
+def _literals_pg(rendered: str, literals: list[str], valid: str, where: str, extra: str,
+                 args: dict[str, Any]) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """One ``ILIKE`` per literal, which the ``gin_trgm_ops`` index serves."""
+    likes = "".join(f" AND {ilike(rendered, f':l{i}')}" for i in range(len(literals)))
+    args.update({f"l{i}": like_pattern(literal) for i, literal in enumerate(literals)})
+    return f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{likes}{_and(extra, '')}", args
+
+
 class NotesView:
     """Scoped read queries over ``notes``; ``kind`` folders list notes valid now, history lists every row."""
 
     def __init__(self, database: Database, scope: Scope) -> None:
         self._db = database
         self._pg = database.dialect == "postgresql"
-        self._columns = f"id, kind, name, path, seq, {_SIZE[database.dialect]}, created_at, updated_at, ingested_at"
-        self._rendered = _RENDERED[database.dialect]
-        self._facts = facts_sql(database.dialect)
+        engine = database.engine
+        self._columns = f"id, kind, name, path, seq, {engine.note_rendering_bytes}, created_at, updated_at, ingested_at"
+        # a note's Markdown: stored in SQLite, its front matter and content put together in PostgreSQL
+        self._rendered = engine.note_rendering
+        self._plus = engine.rowid_hint
+        self._latest_of_each = engine.choose(sqlite=_latest_of_each_sqlite, postgresql=_latest_of_each_pg)
+        self._literals_query = engine.choose(sqlite=_literals_sqlite, postgresql=_literals_pg)
+        self._facts = facts_sql(database.engine)
         self._scope_id = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
         self._where = "tenant_id = :t AND resource_id = :r AND thread_id = :h"
@@ -240,20 +277,7 @@ class NotesView:
             "AND n.name IS NOT NULL AND n.name || '.md' = w.file AND n.status = 'active' "
             f"AND {_valid_now('n.')}{_written(at, 'n.')}"
         )
-        if self._pg:
-            # the latest valid version of each name, one index probe per name whatever the statistics say
-            # (planned as a join on a guess, it scanned every note: 44 ms at 100k notes against 0.6)
-            sql = (
-                f"{wanted}n.kind, n.name, n.id, n.seq FROM wanted w CROSS JOIN LATERAL "
-                f"(SELECT n.kind, n.name, n.id, n.seq FROM notes n WHERE {named} ORDER BY n.seq DESC LIMIT 1) AS n"
-            )
-        else:
-            # One index probe per pair (the CROSS JOIN keeps that order); a bare column beside MAX() comes
-            # from the row holding the maximum: the latest valid version.
-            sql = (
-                f"{wanted}n.kind, n.name, n.id, MAX(n.seq) FROM wanted w CROSS JOIN notes n ON {named} "
-                "GROUP BY n.kind, n.name"
-            )
+        sql = self._latest_of_each(wanted, named)
         args: dict[str, Any] = {**self._scope, "now": at or self.present()}
         for i, (kind, name) in enumerate(pairs):
             args[f"k{i}"], args[f"n{i}"] = kind, name + ".md"
@@ -321,20 +345,9 @@ class NotesView:
         """The candidates query for ``literals``, narrowed by the condition ``extra`` (over ``{t}``)."""
         valid = _valid_now()
         args = dict(args)
-        if literals and self._pg:
-            likes = "".join(f" AND {ilike(self._rendered, f':l{i}')}" for i in range(len(literals)))
-            args.update({f"l{i}": like_pattern(literal) for i, literal in enumerate(literals)})
-            where = f"{self._where} AND status = 'active'{_written(at)}{likes}"
-            return f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{_and(extra, '')}", args
         if literals:
-            args["expr"] = trigram_query(literals)
             where = f"{self._where} AND status = 'active'{_written(at)}"
-            sql = (
-                f"SELECT n.rowid, n.id, n.kind, n.name, {valid} FROM notes_trigram t "
-                "CROSS JOIN notes n ON n.rowid = t.rowid "
-                f"WHERE notes_trigram MATCH :expr AND {where}{_and(extra, 'n.')}"
-            )
-            return sql, args
+            return self._literals_query(self._rendered, literals, valid, where, extra, args)
         where = f"{self._where} AND status = 'active'{_written(at)}"
         return f"SELECT rowid, id, kind, name, {valid} FROM notes WHERE {where}{_and(extra, '')}", args
 
@@ -343,8 +356,8 @@ class NotesView:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        # SQLite: + looks the rows up by rowid, not by the scope's index (PostgreSQL has no unary + on text).
-        plus = "" if self._pg else "+"
+        # SQLite: + looks the rows up by rowid, not by the scope's index (afi.storage.engine's rowid_hint)
+        plus = self._plus
         sql = (
             f"SELECT rowid, {self._rendered} FROM notes WHERE rowid IN ({marks}) "
             f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
@@ -360,7 +373,7 @@ class NotesView:
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        plus = "" if self._pg else "+"
+        plus = self._plus
         sql = (
             f"SELECT {self._columns}, {self._facts}, {self._rendered}, rowid FROM notes WHERE rowid IN ({marks}) "
             f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from afi.storage.database import Dialect
+from afi.storage.engine import Engine
 
 from ..fabric.clock import ended_after
 from ..fabric.render import render_field
@@ -35,15 +35,13 @@ _MARKS = {SUPERSEDED: "s", EXPIRED: "e", SCHEDULED: "f", "valid_to": "v", "updat
 _STORED = render_field("status", ACTIVE)
 
 
-def facts_sql(dialect: Dialect, table: str = "notes") -> str:
+def facts_sql(engine: Engine, table: str = "notes") -> str:
     """The columns :class:`Facts` is read from, for a row of ``table`` (a name or an alias): its window
     and, once it has ended, its first visible successor as ``"<id> <created_at>"``: one probe of an
     index of names (a successor keeps its predecessor's kind and name), SQLite's (kind, name) index, or
     PostgreSQL's file-name index (its only one)."""
     t = table
-    named = f"s.name IS NOT NULL AND s.name || '.md' = {t}.name || '.md'"
-    if dialect == "sqlite":
-        named = f"s.name = {t}.name"
+    named = engine.same_name("s", t)
     successor = (
         f"SELECT s.id || ' ' || s.created_at FROM notes s WHERE s.tenant_id = {t}.tenant_id "
         f"AND s.resource_id = {t}.resource_id AND s.thread_id = {t}.thread_id AND s.kind = {t}.kind "

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from afi.storage.database import Database
-from afi.storage.pg_trigram import ilike, like_pattern
-from afi.storage.trigram import trigram_query
 
 from ..fabric.errors import MemoryValidationError
 from .folders import FolderNames, shown_name
@@ -306,15 +304,8 @@ class FileIndex:
         (all when None or shorter than three characters)."""
         if literal is None or len(literal) < 3:
             sql, args = "SELECT rowid, path FROM workspace_files WHERE space = ?", [self.space]
-        elif self._db.dialect == "postgresql":
-            sql = f"SELECT rowid, path FROM workspace_files WHERE space = ? AND {ilike('text')}"
-            args = [self.space, like_pattern(literal)]
         else:
-            sql = (
-                "SELECT f.rowid, f.path FROM workspace_trigram t CROSS JOIN workspace_files f ON f.rowid = t.rowid "
-                "WHERE workspace_trigram MATCH ? AND f.space = ?"
-            )
-            args = [trigram_query([literal]), self.space]
+            sql, args = self._db.engine.workspace_candidates(self.space, literal)
         with self._db.read() as conn:
             rows = conn.execute(sql, args).fetchall()
         return [(int(rowid), str(path)) for rowid, path in rows]

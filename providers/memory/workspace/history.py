@@ -126,10 +126,10 @@ class FileHistory:
                     "INSERT INTO file_blobs (sha256, size, data) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
                     (sha256, len(data), data),
                 )
-            elif sha256 is not None and self._db.dialect == "postgresql":
-                # a version naming a blob it does not bring (a fork shares SRC's) takes the same lock, so
-                # gc cannot drop that blob between its check and this version's commit
-                conn.execute("LOCK TABLE file_blobs IN ROW EXCLUSIVE MODE")
+            elif sha256 is not None:
+                # a version naming a blob it does not bring (a fork shares SRC's) keeps gc from dropping
+                # that blob between its check and this version's commit
+                self._db.engine.guard_blob(conn)
             columns, values = "space, path, sha256, size, at, op", [self.space, path, sha256, size, at, op]
             if id is not None:
                 columns, values = "id, " + columns, [id, *values]

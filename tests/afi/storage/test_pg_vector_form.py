@@ -1,5 +1,5 @@
 """How a PostgreSQL store keeps its embeddings: ``sparsevec`` for the hash embedder, ``halfvec`` for a
-dense one, chosen per store; a store made before (step 6, ``halfvec``) is converted by step 7 and
+dense one, chosen per store; a store made before (step 8, ``halfvec``) is converted by step 9 and
 answers recall as it did, with the same half-precision numbers as the SQLite store."""
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ def test_the_hash_embedders_vectors_are_sparse_and_a_dense_embedders_stay_halfve
 
 
 @pytest.fixture
-def step6_url(postgres_url: str) -> Iterator[str]:
-    """An empty database migrated to step 6 only: the layout stores had before step 7."""
-    name = "afi_step6_test"
+def step8_url(postgres_url: str) -> Iterator[str]:
+    """An empty database migrated to step 8 only: the layout stores had before step 9 ("compact notes")."""
+    name = "afi_step8_test"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
@@ -105,9 +105,10 @@ def step6_url(postgres_url: str) -> Iterator[str]:
         conn.execute(
             f"CREATE TABLE {VERSION_TABLE} (number integer PRIMARY KEY, name {T} NOT NULL, applied_at {T} NOT NULL)"
         )
-        for step in STEPS[:6]:
+        for step in STEPS[:8]:
             with conn.transaction():
-                step.apply(conn)
+                if step.postgres is not None:
+                    step.postgres(conn)
                 conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (%s, %s, 'then')", (step.number, step.name))
     yield url
     PostgresDatabase.close_url(url)
@@ -116,7 +117,7 @@ def step6_url(postgres_url: str) -> Iterator[str]:
 
 
 def _old_store(sqlite_db: Path, url: str) -> None:
-    """Put the SQLite store's notes into a step-6 database as that layout kept them (``halfvec``)."""
+    """Put the SQLite store's notes into a step-8 database as that layout kept them (``halfvec``)."""
     with sqlite3.connect(sqlite_db) as lite:
         columns = [r[1] for r in lite.execute("PRAGMA table_xinfo(notes)").fetchall() if r[6] == 0]
         rows = lite.execute(f"SELECT {', '.join(columns)} FROM notes").fetchall()
@@ -136,7 +137,7 @@ def _old_store(sqlite_db: Path, url: str) -> None:
         )
 
 
-def test_step_7_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path, step6_url: str) -> None:
+def test_step_9_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path, step8_url: str) -> None:
     sqlite_db = tmp_path / "afi.db"
     lite = create_memory_fabric(space_memory(str(sqlite_db), "default"))
     for text in TEXTS:
@@ -144,19 +145,19 @@ def test_step_7_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path,
     expected = {q: lite.recall(q, top_k=1).hits[0].content for q in QUESTIONS}
     assert list(expected.values()) == [TEXTS[0], TEXTS[1], TEXTS[7]]
     lite.memory.store.close()
-    _old_store(sqlite_db, step6_url)
-    before = _vectors(step6_url)
-    assert _column(step6_url) == "halfvec" and len(before) == len(TEXTS)
+    _old_store(sqlite_db, step8_url)
+    before = _vectors(step8_url)
+    assert _column(step8_url) == "halfvec" and len(before) == len(TEXTS)
 
-    _, applied = migrate_postgres(step6_url)
+    _, applied = migrate_postgres(step8_url)
 
-    assert [step.number for step in applied] == [step.number for step in STEPS[6:]]  # 7 and after
-    assert _column(step6_url) == "sparsevec"
-    assert list(_hnsw(step6_url)) == ["notes_embedding_hnsw_sparse_384"]
-    after = _vectors(step6_url)
+    assert [step.number for step in applied] == [step.number for step in STEPS[8:]]  # 9 and after
+    assert _column(step8_url) == "sparsevec"
+    assert list(_hnsw(step8_url)) == ["notes_embedding_hnsw_sparse_384"]
+    after = _vectors(step8_url)
     assert after.keys() == before.keys() and all(np.array_equal(after[k], before[k]) for k in before)
-    with psycopg.connect(step6_url) as conn:
-        # the lexical index keeps which lexemes a note holds, the note only how many (step 9); the GINs'
+    with psycopg.connect(step8_url) as conn:
+        # the lexical index keeps which lexemes a note holds, the note only how many (step 11); the GINs'
         # pending lists are small; each rendering, derived again, is the text the SQLite store keeps
         counted = f"SELECT bool_and(lexemes = length({LEXEMES_SQL}) AND lexemes > 0) FROM notes"
         assert conn.execute(counted).fetchone() == (True,)
@@ -171,37 +172,37 @@ def test_step_7_converts_an_older_store_and_it_recalls_as_before(tmp_path: Path,
     }
     with sqlite3.connect(sqlite_db) as lite:
         assert derived == dict(lite.execute("SELECT id, rendered FROM notes").fetchall())
-    migrated = create_memory_fabric(space_memory(step6_url, "default"))
+    migrated = create_memory_fabric(space_memory(step8_url, "default"))
     assert {q: migrated.recall(q, top_k=1).hits[0].content for q in QUESTIONS} == expected
     fresh = migrated.remember(kind="fact", content="the release train leaves every other Thursday")
     assert migrated.recall("when does the release train leave", top_k=1).hits[0].id == fresh.id
 
 
-def test_step_9_refuses_a_rendering_it_cannot_derive_and_changes_nothing(tmp_path: Path, step6_url: str) -> None:
+def test_step_11_refuses_a_rendering_it_cannot_derive_and_changes_nothing(tmp_path: Path, step8_url: str) -> None:
     """A stored rendering that is not its front matter followed by its content (written by hand) stops
-    step 9 with ``unsupported`` naming the note; the store stays at step 8, every rendering as it was,
+    step 11 with ``unsupported`` naming the note; the store stays at step 10, every rendering as it was,
     and once the note is put right the step runs."""
     sqlite_db = tmp_path / "afi.db"
     lite = create_memory_fabric(space_memory(str(sqlite_db), "default"))
     ids = [lite.remember(kind="fact", content=text).id for text in TEXTS[:3]]
     lite.memory.store.close()
-    _old_store(sqlite_db, step6_url)
-    with psycopg.connect(step6_url, autocommit=True) as conn:
+    _old_store(sqlite_db, step8_url)
+    with psycopg.connect(step8_url, autocommit=True) as conn:
         right = conn.execute("SELECT rendered FROM notes WHERE id = %s", (ids[1],)).fetchone()[0]
         conn.execute("UPDATE notes SET rendered = 'written by hand' WHERE id = %s", (ids[1],))
 
     with pytest.raises(Unsupported) as refused:
-        migrate_postgres(step6_url)
+        migrate_postgres(step8_url)
 
-    assert ids[1] in refused.value.message and "step 8" in refused.value.message
-    with psycopg.connect(step6_url) as conn:
-        assert pg_version(conn) == 8
+    assert ids[1] in refused.value.message and "step 10" in refused.value.message
+    with psycopg.connect(step8_url) as conn:
+        assert pg_version(conn) == 10
         kept = dict(conn.execute("SELECT id, rendered FROM notes").fetchall())
         assert kept[ids[1]] == "written by hand" and len(kept) == 3
         assert conn.execute("SELECT to_regclass('notes_kind_name') IS NOT NULL").fetchone() == (True,)
-    with psycopg.connect(step6_url, autocommit=True) as conn:
+    with psycopg.connect(step8_url, autocommit=True) as conn:
         conn.execute("UPDATE notes SET rendered = %s WHERE id = %s", (right, ids[1]))
-    _, applied = migrate_postgres(step6_url)
-    assert [step.number for step in applied] == [step.number for step in STEPS[8:]]  # 9 and after
-    with psycopg.connect(step6_url) as conn:
+    _, applied = migrate_postgres(step8_url)
+    assert [step.number for step in applied] == [step.number for step in STEPS[10:]]  # 11 and after
+    with psycopg.connect(step8_url) as conn:
         assert conn.execute(f"SELECT {RENDERED_SQL} FROM notes WHERE id = %s", (ids[1],)).fetchone() == (right,)

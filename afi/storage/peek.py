@@ -1,0 +1,56 @@
+"""Reading a store's ``meta`` before opening it: nothing is migrated, created or changed.
+
+A command that must know what a store records before it opens the store (its workspace root, say)
+reads it here, on either engine.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from .database import is_postgres_url
+from .migrations import file_version
+from .schema import holds_anything
+
+__all__ = ["holds_a_store", "peek_meta"]
+
+
+def holds_a_store(db: Path | str) -> bool:
+    """True when ``db`` holds a store already: a SQLite file that exists, a PostgreSQL database with
+    afi-memory's tables."""
+    if not is_postgres_url(db):
+        return Path(db).expanduser().is_file()
+    from .postgres import pg_connect
+
+    with pg_connect(str(db)) as pg:
+        found = pg.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
+    return bool(found and found[0])
+
+
+def peek_meta(db: Path | str, key: str, *, since_step: int, before: str) -> str | None:
+    """Given a store, return the value it records for ``key`` in ``meta`` (None when none).
+
+    A SQLite store whose schema is older than step ``since_step`` (the step that records the key for
+    stores made before it) gives ``before`` when it holds anything, None when it is empty; a file
+    that is not a store gives None (the command that opens it says why).
+    """
+    if not holds_a_store(db):
+        return None
+    if is_postgres_url(db):
+        from .postgres import pg_connect
+
+        with pg_connect(str(db)) as pg:
+            row = pg.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return str(row[0]) if row is not None else None
+    conn = sqlite3.connect(f"{Path(db).expanduser().resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        if file_version(conn) < since_step:
+            return before if holds_anything(conn) else None
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row is not None else None
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
