@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 
+from afi import config
 from afi.auth.ratelimit import RateLimiter
 from afi.auth.receipts import ReceiptStore
 from afi.bindings.mcp import (
@@ -361,7 +362,7 @@ def open_mcp_stdio(
     With ``AFI_TOKEN`` set, calls are made as that API key; without it, as the local owner of ``space``.
     """
     provider = open_provider(db, root)
-    token = os.environ.get("AFI_TOKEN") or None
+    token = config.token()
     caller = provider.authenticate(token) if token else local_owner(space or "default")
     session_id = f"stdio-{os.getpid()}"
     info = stdio_info(caller, "discovery" if discovery else "tools", session_id)

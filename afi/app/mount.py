@@ -10,9 +10,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
+from afi import config
 from afi.auth.keys import LOCAL_OWNER
 from afi.bindings.fuse import AfiFS, HeldFolder, MountError, check_mountpoint, serve_mount
-from afi.config import default_data_dir
+from afi.config import DETACHED_ENV, default_data_dir
 from afi.errors import InvalidPath
 from afi.paths import normalize
 from afi.provider import Caller
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
-DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up
 
 
 def _beside_store(db: Path | str, suffix: str) -> Path:
@@ -106,7 +106,7 @@ class PreparedMount:
     read_only: bool
 
     def run(self) -> None:
-        detached = bool(os.environ.get(DETACHED_ENV))
+        detached = config.mount_detached()
         log = mount_log(self.db)
 
         def announce() -> None:
