@@ -226,3 +226,23 @@ def test_the_cycle_finder_finds_a_cycle(monkeypatch: pytest.MonkeyPatch) -> None
     ring = {"afi.providers.a": {"afi.providers.b"}, "afi.providers.b": {"afi.providers.a"}, "afi.x": {"afi.y"}}
     monkeypatch.setattr(__import__(__name__, fromlist=["GRAPH"]), "GRAPH", {**ring, "afi.y": set()})
     assert _cycles_within_packages() == [["afi.providers.a", "afi.providers.b", "afi.providers.a"]]
+
+
+def test_one_backend_serves_the_memory_tools_and_it_is_the_providers() -> None:
+    """The five ``memory.*`` tools land in one place: a class with the ToolBackend's methods, in the provider."""
+    verbs = {"view", "read", "append_file", "append_block", "recall", "forget"}
+    backends = sorted(
+        f"{name}.{node.name}"
+        for name, file in MODULES.items()
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and not any(isinstance(base, ast.Name) and base.id == "Protocol" for base in node.bases)  # the interface
+        and verbs <= {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+    )
+    assert backends == ["afi.providers.memory.tools.ProviderToolBackend"]
+
+
+def test_the_wiring_room_holds_no_append_loop_nor_fabric() -> None:
+    """``afi/app/mcp.py`` adapts the provider's tool sessions to the binding: it makes no fabric and writes nothing."""
+    source = (REPO / "afi" / "app" / "mcp.py").read_text(encoding="utf-8")
+    assert "create_memory_fabric" not in source and ".write(" not in source and ".attach(" not in source
