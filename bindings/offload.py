@@ -10,7 +10,6 @@ under trio (FUSE): anyio picks the running loop's own thread pool.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
+from afi import config
 from afi.errors import AfiError, Internal
 
 __all__ = ["guarded", "offload", "search_lane", "stray"]
@@ -63,13 +63,6 @@ def search_lane() -> anyio.CapacityLimiter:
     try:
         return _SEARCH_LANE.get()
     except LookupError:
-        lane = anyio.CapacityLimiter(_search_threads())
+        lane = anyio.CapacityLimiter(config.search_threads())
         _SEARCH_LANE.set(lane)
         return lane
-
-
-def _search_threads() -> int:
-    configured = os.environ.get("AFI_SEARCH_THREADS", "").strip()
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return max(1, len(os.sched_getaffinity(0)))

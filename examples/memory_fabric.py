@@ -2,7 +2,8 @@
 
 Walks through what docs/memory-fabric.md describes: notes of each kind, folding (the
 same note rewritten in place), supersession (a changed fact retires the old row), the attach gate,
-the context provider, the five governed tools jailed to a notes folder, a file move, and forget.
+the context provider, the five governed tools over the provider (jailed to the space's /files), a
+file move, and forget.
 Each step prints what happened; nothing calls a model or the network.
 """
 
@@ -14,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from afi.providers.memory import MemoryNotAttachedError, create_memory, create_memory_fabric
+from afi.provider import Caller
+from afi.providers.memory import MemoryNotAttachedError, create_fabric_tools, create_memory_fabric
 from afi.providers.memory.fabric.embedders import HashEmbedder
 from afi.providers.memory.fabric.repoint import (
     create_deletion_propagator,
     create_fabric_repoint_handler,
     repoint_source,
 )
-from afi.providers.memory.fabric.tools import create_fabric_tools
+from afi.providers.memory.provider import MemoryProvider
 
 
 @dataclass
@@ -40,8 +42,11 @@ def step(title: str) -> None:
 
 
 def main(db: str, root: Path) -> None:
-    """Given a store file and a notes folder, run the walk-through, printing each step."""
-    memory = create_memory(db, tenant_id="acme", resource_id="user-1", thread_id="thread-1", embedder=HashEmbedder())
+    """Given a store file and a workspace root, run the walk-through, printing each step."""
+    provider = MemoryProvider(db, root, embedder=HashEmbedder())
+    agent = Caller(principal="agent", space="default")
+    files = root / agent.space  # the space's /files on disk
+    memory = provider.fabric(agent.space).memory
     # The hash embedder scores "…metric units" against "…metric units and Celsius" at 0.816 (4 of 6
     # tokens shared), so the fold threshold sits just below it for the supersession step to show.
     fabric = create_memory_fabric(memory, consolidate={"threshold": 0.8}, linker={"enabled": True, "top_k": 3})
@@ -76,7 +81,8 @@ def main(db: str, root: Path) -> None:
           f"kinds=['procedure'] finds: {[h.content for h in procedures]}")  # fmt: skip
 
     step("the attach gate: tools refuse a session that was not attached")
-    tools = {tool.name: tool for tool in create_fabric_tools(fabric, root=root)}
+    # the tools' effects are the provider's verbs for the agent; this fabric is their gate
+    tools = {tool.name: tool for tool in create_fabric_tools(provider, agent, gate=fabric)}
     print("tools:", list(tools))
     session = Session("session-1")
     try:
@@ -105,11 +111,11 @@ def main(db: str, root: Path) -> None:
 
     step("following the file: a move repoints the note, a delete tombstones it")
     handler = create_fabric_repoint_handler(memory)
-    (root / "runbooks" / "deploy.md").rename(root / "runbooks" / "release.md")
+    (files / "runbooks" / "deploy.md").rename(files / "runbooks" / "release.md")
     moved = repoint_source(memory, "runbooks/deploy.md", "runbooks/release.md", handlers=[handler])
     note = fabric.find_file("runbooks/release.md")
     print(f"moved {moved} note(s); {note.id if note else None} now at runbooks/release.md")
-    (root / "runbooks" / "release.md").unlink()
+    (files / "runbooks" / "release.md").unlink()
     retired = create_deletion_propagator(memory, handlers=[handler]).propagate("runbooks/release.md")
     print(f"deleted the file: {retired} note(s) tombstoned; recall finds it: "
           f"{bool(fabric.recall('roll out regions', kinds=['file']).hits)}")  # fmt: skip
@@ -120,12 +126,11 @@ def main(db: str, root: Path) -> None:
     print(f"recall 'preferred units' now: {[h.content for h in fabric.recall('preferred units').hits]}")
     attached.detach()
     print(f"attached after detach: {fabric.attached}")
-    memory.close()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", default=":memory:", help="SQLite store file (default: in memory)")
+    parser.add_argument("--db", default=None, help="SQLite store file (default: one in a temporary folder)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="afi-example-") as tmp:
-        main(args.db, Path(tmp) / "memories")
+        main(args.db or str(Path(tmp) / "example.db"), Path(tmp) / "files")

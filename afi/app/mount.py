@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
+from afi import config
 from afi.auth.keys import LOCAL_OWNER
 from afi.bindings.fuse import AfiFS, HeldFolder, MountError, check_mountpoint, serve_mount
 from afi.config import default_data_dir
@@ -104,7 +105,7 @@ class PreparedMount:
     read_only: bool
 
     def run(self) -> None:
-        detached = bool(os.environ.get(DETACHED_ENV))
+        detached = config.mount_detached()
         log = mount_log(self.db)
 
         def announce() -> None:

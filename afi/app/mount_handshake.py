@@ -6,7 +6,8 @@ Nothing but these two strings, so the parent that waits loads none of FUSE, trio
 
 from __future__ import annotations
 
+from afi.config import DETACHED_ENV
+
 __all__ = ["DETACHED_ENV", "MOUNTED"]
 
 MOUNTED = "afi: mounted "  # the line a mount prints once it is up (a detached parent waits for it)
-DETACHED_ENV = "AFI_MOUNT_DETACHED"  # set in a mount whose parent returns once it is up

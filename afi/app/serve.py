@@ -68,7 +68,7 @@ class AppSpec:
         limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
-        mount_web(app, provider)
+        mount_web(app)
         mount_auth(
             app, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth, client_metadata=self.client_metadata
         )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from .. import config
 from ..errors import Conflict, Internal, InvalidPath, Unsupported
 from .database import Connection, Dialect, TransactionsMixin, TransactionState
 from .engine import Engine
@@ -37,7 +37,6 @@ __all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 # 40003, statement_completion_unknown: a commit whose outcome is unknown is no conflict)
 _ROLLED_BACK = frozenset({"40001", "40P01"})
 
-_POOL_SIZE = int(os.environ.get("AFI_PG_POOL", "16"))
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:([A-Za-z_][A-Za-z0-9_]*)|%")
 
 
@@ -131,7 +130,7 @@ class PostgresDatabase(TransactionsMixin):
     _open: ClassVar[dict[str, PostgresDatabase]] = {}
     _open_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, url: str, *, pool_size: int = _POOL_SIZE) -> None:
+    def __init__(self, url: str, *, pool_size: int | None = None) -> None:
         self._url = url
         self._held = _Held()
         self._tx = TransactionState()
@@ -143,7 +142,7 @@ class PostgresDatabase(TransactionsMixin):
             url,
             kwargs={"autocommit": True, "prepare_threshold": None},
             min_size=1,
-            max_size=max(1, pool_size),
+            max_size=max(1, config.pg_pool_size() if pool_size is None else pool_size),
             configure=_configure,
             check=self._check,
             name="afi",

@@ -4,6 +4,7 @@ Same door as the AFI routes (bearer key, space, rate limit). The audit rows are 
 (``afi:read``); the keys need ``afi:admin`` and are the caller's space's. ``POST /keys`` answers the
 new key's token once. The routes only translate: the provider's verbs
 (:class:`~afi.provider.AdminProvider`) do the work, and answer 405 ``unsupported`` when it has none.
+:data:`router` is mounted at the root and per space.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from afi.errors import Unsupported
 from afi.provider import AdminProvider, Provider
 
 from ..offload import offload
-from .app import Who
+from .door import Served, Who
 
-__all__ = ["admin_router"]
+__all__ = ["router"]
 
 
 class KeyBody(BaseModel):
@@ -29,29 +30,30 @@ class KeyBody(BaseModel):
     name: str | None = Field(default=None, max_length=200)
 
 
-def admin_router(provider: Provider) -> APIRouter:
-    """Given a provider, return the router of the audit and key routes (mounted at the root and per space)."""
-    router = APIRouter()
+def _admin(provider: Provider) -> AdminProvider:
+    if not isinstance(provider, AdminProvider):
+        raise Unsupported("this provider keeps no audit log or keys")
+    return provider
 
-    def admin() -> AdminProvider:
-        if not isinstance(provider, AdminProvider):
-            raise Unsupported("this provider keeps no audit log or keys")
-        return provider
 
-    @router.get("/audit", summary="The audit log of this space, newest first", tags=["admin"])
-    async def audit(who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
-        return JSONResponse({"rows": await offload(admin().audit_rows, who, limit=limit)})
+router = APIRouter()
 
-    @router.get("/keys", summary="The API keys of this space (afi:admin; never a token)", tags=["admin"])
-    async def keys(who: Who) -> JSONResponse:
-        return JSONResponse({"keys": await offload(admin().keys_list, who)})
 
-    @router.post("/keys", summary="Create an API key for this space (afi:admin; its token shown once)", tags=["admin"])
-    async def create_key(who: Who, body: KeyBody) -> JSONResponse:
-        return JSONResponse(await offload(admin().key_create, who, body.scopes, body.name), status_code=201)
+@router.get("/audit", summary="The audit log of this space, newest first", tags=["admin"])
+async def audit(provider: Served, who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> JSONResponse:
+    return JSONResponse({"rows": await offload(_admin(provider).audit_rows, who, limit=limit)})
 
-    @router.delete("/keys/{key_id}", summary="Revoke an API key of this space (afi:admin)", tags=["admin"])
-    async def revoke_key(who: Who, key_id: str) -> JSONResponse:
-        return JSONResponse(await offload(admin().key_revoke, who, key_id))
 
-    return router
+@router.get("/keys", summary="The API keys of this space (afi:admin; never a token)", tags=["admin"])
+async def keys(provider: Served, who: Who) -> JSONResponse:
+    return JSONResponse({"keys": await offload(_admin(provider).keys_list, who)})
+
+
+@router.post("/keys", summary="Create an API key for this space (afi:admin; its token shown once)", tags=["admin"])
+async def create_key(provider: Served, who: Who, body: KeyBody) -> JSONResponse:
+    return JSONResponse(await offload(_admin(provider).key_create, who, body.scopes, body.name), status_code=201)
+
+
+@router.delete("/keys/{key_id}", summary="Revoke an API key of this space (afi:admin)", tags=["admin"])
+async def revoke_key(provider: Served, who: Who, key_id: str) -> JSONResponse:
+    return JSONResponse(await offload(_admin(provider).key_revoke, who, key_id))

@@ -15,24 +15,23 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from afi.errors import Unsupported
-from afi.provider import LedgerProvider, Provider
+from afi.provider import LedgerProvider
 
 from ..offload import offload
-from .app import Who
+from .door import Served, Who
 
-__all__ = ["LEDGER_OPS", "ledger_router"]
+__all__ = ["LEDGER_OPS", "router"]
 
 LEDGER_OPS = ("append", "observe", "reflect", "scope.open", "scope.close", "bind")
 
 
-def ledger_router(provider: Provider) -> APIRouter:
-    """Given a provider, return the router of the ledger routes (mounted at the root and per space)."""
-    router = APIRouter()
+router = APIRouter()
 
-    @router.post("/ledger/{session}/{op}", summary="Append to a session's observational ledger", tags=["ledger"])
-    async def ledger_write(who: Who, session: str, op: str, body: Annotated[dict[str, Any], Body()]) -> JSONResponse:
-        if not isinstance(provider, LedgerProvider):
-            raise Unsupported("this provider keeps no observational ledger")
-        return JSONResponse(await offload(provider.ledger_write, who, op, session, body))
 
-    return router
+@router.post("/ledger/{session}/{op}", summary="Append to a session's observational ledger", tags=["ledger"])
+async def ledger_write(
+    provider: Served, who: Who, session: str, op: str, body: Annotated[dict[str, Any], Body()]
+) -> JSONResponse:
+    if not isinstance(provider, LedgerProvider):
+        raise Unsupported("this provider keeps no observational ledger")
+    return JSONResponse(await offload(provider.ledger_write, who, op, session, body))

@@ -11,17 +11,19 @@ routes: the script calls the JSON API (``/afi/write`` with ``If-Match``, ``/afi/
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from afi.bindings.http.app import caller_of
+from afi.bindings.http.door import Served, caller_of
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, InvalidPath, NotFound
 from afi.provider import Caller, Provider
 
@@ -29,7 +31,7 @@ from ..offload import offload, search_lane
 from . import views
 from .search import search
 
-__all__ = ["FRAGMENT_HEADER", "WEB_CSP", "mount_web"]
+__all__ = ["FRAGMENT_HEADER", "WEB_CSP", "mount_web", "router"]
 
 FRAGMENT_HEADER = "x-afi-fragment"
 WEB_CSP = (
@@ -76,6 +78,7 @@ def _when(stamp: str | None) -> str:
         return stamp
 
 
+@functools.cache
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(_HERE / "templates"), autoescape=True, undefined=StrictUndefined)
     env.filters["size"] = _size
@@ -96,106 +99,125 @@ def _me(caller: Caller | None) -> dict[str, Any] | None:
     }
 
 
-def mount_web(app: FastAPI, provider: Provider) -> None:
-    """Add the web page to the HTTP app: ``/``, the views under ``/ui/``, their assets under ``/ui/static/``."""
-    env = _environment()
+def _render(request: Request, context: dict[str, Any], caller: Caller | None, status: int = 200) -> HTMLResponse:
+    fragment = request.headers.get(FRAGMENT_HEADER) == "1"
+    layout = "fragment.html" if fragment else "base.html"
+    html = _environment().get_template(context["template"]).render(**context, layout=layout, me=_me(caller))
+    headers = {**_HEADERS, "Cache-Control": "no-store", "Vary": "Authorization, X-AFI-Fragment"}
+    return HTMLResponse(html, status_code=status, headers=headers)
 
-    def render(request: Request, context: dict[str, Any], caller: Caller | None, status: int = 200) -> HTMLResponse:
-        fragment = request.headers.get(FRAGMENT_HEADER) == "1"
-        layout = "fragment.html" if fragment else "base.html"
-        html = env.get_template(context["template"]).render(**context, layout=layout, me=_me(caller))
-        headers = {**_HEADERS, "Cache-Control": "no-store", "Vary": "Authorization, X-AFI-Fragment"}
-        return HTMLResponse(html, status_code=status, headers=headers)
 
-    async def page(
-        request: Request, build: Callable[..., dict[str, Any]], limiter: Any = None, **kw: Any
-    ) -> HTMLResponse:
-        caller: Caller | None = None
-        try:
-            caller = await offload(caller_of, request)
-            context = await offload(build, caller, limiter=limiter, **kw)
-        except AfiError as err:
-            status = HTTP_STATUS.get(err.code, 500)
-            heading = _HEADINGS.get(err.code, "The request failed")
-            context = {"template": "error.html", "title": heading, "heading": heading, "error": err}
-            return render(request, context, caller, status)
-        return render(request, context, caller)
+async def _page(request: Request, build: Callable[..., dict[str, Any]], limiter: Any = None, **kw: Any) -> HTMLResponse:
+    """Admit the request, build the view's context for that caller in a worker thread, and render it
+    (an AFI error as the error page, with its status)."""
+    caller: Caller | None = None
+    try:
+        caller = await offload(caller_of, request)
+        context = await offload(build, caller, limiter=limiter, **kw)
+    except AfiError as err:
+        status = HTTP_STATUS.get(err.code, 500)
+        heading = _HEADINGS.get(err.code, "The request failed")
+        context = {"template": "error.html", "title": heading, "heading": heading, "error": err}
+        return _render(request, context, caller, status)
+    return _render(request, context, caller)
 
-    @app.get("/", include_in_schema=False)
-    async def root(request: Request) -> HTMLResponse:
-        return await page(request, lambda who: views.browse(provider, who, "/", None))
 
-    @app.get("/ui/browse", include_in_schema=False)
-    async def browse(request: Request, path: PathQ = "/", cursor: str | None = None) -> HTMLResponse:
-        return await page(request, lambda who: views.browse(provider, who, path or "/", cursor))
+def _edit_context(provider: Provider, who: Caller, path: str) -> dict[str, Any]:
+    entry = provider.stat(who, path)
+    if entry.type != "file":
+        raise InvalidPath("only a file can be edited here", path=path)
+    if not who.has("afi:write") or "w" not in str(entry.attributes.get("permissions", "")):
+        raise Forbidden(f"{path} cannot be written with this key", path=path)
+    data = provider.read(who, path).data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidPath("this file is not UTF-8 text; the page edits text only", path=path) from None
+    return {"template": "edit.html", "title": f"Edit {path}", "path": path, "folder": views.parent(path),
+            "etag": entry.etag, "text": text, "create": False}  # fmt: skip
 
-    @app.get("/ui/asof", include_in_schema=False)
-    async def asof(request: Request, at: Annotated[str, Query(max_length=200)] = "", path: PathQ = "/") -> Response:
-        if not at.strip() or "/" in at:
-            err = InvalidPath("name an instant (ISO 8601, e.g. 2025-06-01T12:00:00Z) or a snapshot")
-            context = {"template": "error.html", "title": "No instant", "heading": "No instant", "error": err}
-            return render(request, context, None, 400)
-        below = path if path.startswith("/") and not path.startswith("/.afi") else "/"
-        where = f"/.afi/at/{at.strip()}" + ("" if below == "/" else below)
-        return RedirectResponse(views.href("browse", path=where), status_code=303, headers=_HEADERS)
 
-    def edit_context(who: Caller, path: str) -> dict[str, Any]:
-        entry = provider.stat(who, path)
-        if entry.type != "file":
-            raise InvalidPath("only a file can be edited here", path=path)
-        if not who.has("afi:write") or "w" not in str(entry.attributes.get("permissions", "")):
-            raise Forbidden(f"{path} cannot be written with this key", path=path)
-        data = provider.read(who, path).data
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidPath("this file is not UTF-8 text; the page edits text only", path=path) from None
-        return {"template": "edit.html", "title": f"Edit {path}", "path": path, "folder": views.parent(path),
-                "etag": entry.etag, "text": text, "create": False}  # fmt: skip
+def _new_context(provider: Provider, who: Caller, folder: str) -> dict[str, Any]:
+    entry = provider.stat(who, folder)
+    if entry.type != "directory" or not who.has("afi:write") or "w" not in str(entry.attributes.get("permissions")):
+        raise Forbidden(f"nothing can be created in {folder} with this key", path=folder)
+    return {"template": "edit.html", "title": f"New in {folder}", "path": "", "folder": entry.path,
+            "etag": None, "text": "", "create": True}  # fmt: skip
 
-    @app.get("/ui/edit", include_in_schema=False)
-    async def edit(request: Request, path: PathQ) -> HTMLResponse:
-        return await page(request, edit_context, path=path)
 
-    def new_context(who: Caller, folder: str) -> dict[str, Any]:
-        entry = provider.stat(who, folder)
-        if entry.type != "directory" or not who.has("afi:write") or "w" not in str(entry.attributes.get("permissions")):
-            raise Forbidden(f"nothing can be created in {folder} with this key", path=folder)
-        return {"template": "edit.html", "title": f"New in {folder}", "path": "", "folder": entry.path,
-                "etag": None, "text": "", "create": True}  # fmt: skip
+router = APIRouter(include_in_schema=False)
 
-    @app.get("/ui/new", include_in_schema=False)
-    async def new(request: Request, folder: PathQ = "/facts") -> HTMLResponse:
-        return await page(request, new_context, folder=folder)
 
-    @app.get("/ui/search", include_in_schema=False)
-    async def search_page(
-        request: Request,
-        q: Annotated[str, Query(max_length=4096)] = "",
-        mode: str = "exact",
-        path: PathQ = "/",
-        as_of: str = "",
-        flags: Annotated[str, Query(max_length=8)] = "",
-    ) -> HTMLResponse:
-        return await page(
-            request, lambda who: search(provider, who, q, mode, path, as_of or None, flags), limiter=search_lane()
-        )
+@router.get("/")
+async def root(request: Request, provider: Served) -> HTMLResponse:
+    return await _page(request, lambda who: views.browse(provider, who, "/", None))
 
-    @app.get("/ui/ledger", include_in_schema=False)
-    async def ledger(request: Request) -> HTMLResponse:
-        return await page(request, lambda who: views.ledger(provider, who))
 
-    @app.get("/ui/audit", include_in_schema=False)
-    async def audit(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> HTMLResponse:
-        return await page(request, lambda who: views.audit(provider, who, limit))
+@router.get("/ui/browse")
+async def browse(request: Request, provider: Served, path: PathQ = "/", cursor: str | None = None) -> HTMLResponse:
+    return await _page(request, lambda who: views.browse(provider, who, path or "/", cursor))
 
-    @app.get("/ui/keys", include_in_schema=False)
-    async def keys(request: Request) -> HTMLResponse:
-        return await page(request, lambda who: views.keys(provider, who))
 
-    @app.get("/ui/static/{name}", include_in_schema=False)
-    async def static(name: str) -> FileResponse:
-        if name not in _STATIC:
-            raise NotFound(f"no asset {name!r}", path=f"/ui/static/{name}")
-        headers = {**_HEADERS, "Cache-Control": "no-cache"}
-        return FileResponse(_HERE / "static" / posixpath.basename(name), media_type=_STATIC[name], headers=headers)
+@router.get("/ui/asof")
+async def asof(request: Request, at: Annotated[str, Query(max_length=200)] = "", path: PathQ = "/") -> Response:
+    if not at.strip() or "/" in at:
+        err = InvalidPath("name an instant (ISO 8601, e.g. 2025-06-01T12:00:00Z) or a snapshot")
+        context = {"template": "error.html", "title": "No instant", "heading": "No instant", "error": err}
+        return _render(request, context, None, 400)
+    below = path if path.startswith("/") and not path.startswith("/.afi") else "/"
+    where = f"/.afi/at/{at.strip()}" + ("" if below == "/" else below)
+    return RedirectResponse(views.href("browse", path=where), status_code=303, headers=_HEADERS)
+
+
+@router.get("/ui/edit")
+async def edit(request: Request, provider: Served, path: PathQ) -> HTMLResponse:
+    return await _page(request, partial(_edit_context, provider), path=path)
+
+
+@router.get("/ui/new")
+async def new(request: Request, provider: Served, folder: PathQ = "/facts") -> HTMLResponse:
+    return await _page(request, partial(_new_context, provider), folder=folder)
+
+
+@router.get("/ui/search")
+async def search_page(
+    request: Request,
+    provider: Served,
+    q: Annotated[str, Query(max_length=4096)] = "",
+    mode: str = "exact",
+    path: PathQ = "/",
+    as_of: str = "",
+    flags: Annotated[str, Query(max_length=8)] = "",
+) -> HTMLResponse:
+    return await _page(
+        request, lambda who: search(provider, who, q, mode, path, as_of or None, flags), limiter=search_lane()
+    )
+
+
+@router.get("/ui/ledger")
+async def ledger(request: Request, provider: Served) -> HTMLResponse:
+    return await _page(request, lambda who: views.ledger(provider, who))
+
+
+@router.get("/ui/audit")
+async def audit(request: Request, provider: Served, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> HTMLResponse:
+    return await _page(request, lambda who: views.audit(provider, who, limit))
+
+
+@router.get("/ui/keys")
+async def keys(request: Request, provider: Served) -> HTMLResponse:
+    return await _page(request, lambda who: views.keys(provider, who))
+
+
+@router.get("/ui/static/{name}")
+async def static(name: str) -> FileResponse:
+    if name not in _STATIC:
+        raise NotFound(f"no asset {name!r}", path=f"/ui/static/{name}")
+    headers = {**_HEADERS, "Cache-Control": "no-cache"}
+    return FileResponse(_HERE / "static" / posixpath.basename(name), media_type=_STATIC[name], headers=headers)
+
+
+def mount_web(app: FastAPI) -> None:
+    """Add the web page to an app of :func:`~afi.bindings.http.create_app` (whose door it admits through
+    and whose provider it reads): ``/``, the views under ``/ui/``, their assets under ``/ui/static/``."""
+    app.include_router(router)

@@ -23,9 +23,10 @@ from .fabric.invariants import case_conclusions_not_procedures
 from .fabric.memory import FusionSettings, Memory, MemoryLimits, create_memory, space_memory
 from .fabric.repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
 from .fabric.store import Store
-from .fabric.tools import ToolDefinition, create_fabric_tools
+from .fabric.tools import ToolDefinition
 from .fabric.types import ExplainRow, ForgetResult, MemoryNote, NoteLink, RecallHit, RecallResult, Scope
 from .ledger.ledger import Ledger, LedgerSession, create_ledger
+from .tools import create_fabric_tools
 from .workspace.jail import FileJail
 
 __all__ = [

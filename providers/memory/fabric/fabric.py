@@ -8,7 +8,6 @@ A remember is one candidate batch plus one write, in one transaction.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -328,12 +327,6 @@ class MemoryFabric:
             return ForgetResult(id=note_id, deleted=store.delete_note(scope, note_id), held=False)
 
     # -- attach and context ----------------------------------------------------------------------
-
-    def tools(self, *, root: str | os.PathLike[str] | None = None, max_file_bytes: int = 50 * 1024) -> list[Any]:
-        """The five governed tool definitions (``memory.view`` … ``memory.forget``); registers nothing."""
-        from .tools import create_fabric_tools
-
-        return list(create_fabric_tools(self, root=root, max_file_bytes=max_file_bytes))
 
     def attach(self, session: Any) -> Attachment:
         """Authorise a session: the workers run and the tools answer only while one is attached.

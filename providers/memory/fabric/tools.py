@@ -4,22 +4,18 @@
 What a tool *is* lives here: its name, kind, description and JSON schema (:data:`TOOLS`), the argument
 rules, and the gate (:func:`run_tool`: a call is refused unless the fabric is attached to that session,
 and its arguments are checked before anything runs). Where a tool's effects *land* is a
-:class:`ToolBackend`: :func:`create_fabric_tools` returns inert definitions over the fabric and a
-jailed folder (:class:`~.tool_files.FabricToolBackend`); a host with a provider runs the same tools
-through :func:`run_tool` over a backend of its own, so their writes are that provider's writes.
+:class:`ToolBackend`; the provider's (``providers/memory/tools.py``) is the one there is, so a tool's
+write is the provider's write.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from .errors import MemoryNotAttachedError, MemoryValidationError
-from .tool_files import MAX_VIEW_ENTRIES, FabricToolBackend
 from .types import NOTE_KINDS
 
 __all__ = [
@@ -32,18 +28,16 @@ __all__ = [
     "ToolDefinition",
     "ToolInfo",
     "ToolKind",
-    "create_fabric_tools",
+    "ToolRun",
     "run_tool",
 ]
 
 DEFAULT_MAX_FILE_BYTES = 50 * 1024
+MAX_VIEW_ENTRIES = 200
 HARD_MAX_FILE_BYTES = 1024 * 1024
 
 ToolKind = Literal["read", "edit", "search", "delete"]
 ToolRun = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-
-if TYPE_CHECKING:  # fabric.py imports this module: the fabric is named for types only
-    from .fabric import MemoryFabric
 
 
 class ToolBackend(Protocol):
@@ -181,40 +175,6 @@ def _validator(name: str) -> Any:
     import jsonschema
 
     return jsonschema.Draft202012Validator(_SCHEMAS[name])
-
-
-def create_fabric_tools(
-    fabric: MemoryFabric,
-    *,
-    root: str | os.PathLike[str] | None = None,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    space: str | None = None,
-) -> list[ToolDefinition]:
-    """Given a fabric (and optionally a workspace root), return the five governed tool definitions.
-
-    Their effects go straight to the fabric and the folder (:class:`~.tool_files.FabricToolBackend`).
-    With ``space``, the files are those of the folder ``root/space``, which must be a real folder
-    beneath ``root`` (the workspace jail's rule: a symlinked space folder is refused at every use).
-
-    Raises:
-        MemoryValidationError: ``max_file_bytes`` is not a positive integer up to 1 MiB.
-    """
-    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
-        raise MemoryValidationError("max_file_bytes must be a positive integer")
-    if max_file_bytes > HARD_MAX_FILE_BYTES:
-        raise MemoryValidationError(f"max_file_bytes exceeds the hard cap of {HARD_MAX_FILE_BYTES} bytes")
-    backend = FabricToolBackend(fabric, Path(root).expanduser() if root is not None else None, max_file_bytes, space)
-    return [
-        ToolDefinition(info.name, info.description, info.input_schema, info.kind, _bound(info.name, fabric, backend))
-        for info in TOOLS
-    ]
-
-
-def _bound(name: str, gate: AttachGate, backend: ToolBackend) -> ToolRun:
-    def run(session: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return run_tool(name, gate, session, backend, arguments)
-
-    return run
 
 
 def run_tool(

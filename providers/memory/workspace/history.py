@@ -14,12 +14,12 @@ refused with a message that says so.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from afi import config
 from afi.errors import InvalidPath, NotFound, TooLarge
 from afi.storage.database import Database
 
@@ -27,7 +27,7 @@ from ..fabric.errors import MemoryValidationError
 from ..fabric.fields import canonical_time
 from .digest import SPARSE_HOLE_BYTES
 from .file_index import INDEX_MAX_BYTES
-from .quota import format_size, parse_size
+from .quota import format_size
 
 __all__ = ["FILE_OPS", "FileHistory", "FileVersion", "blob_text", "history_max_bytes"]
 
@@ -37,7 +37,7 @@ _COLUMNS = "id, space, path, sha256, size, at, op"
 
 def history_max_bytes() -> int:
     """The largest file whose versions keep their bytes (``AFI_HISTORY_MAX_FILE_SIZE``; 64 MiB by default)."""
-    return parse_size(os.environ.get("AFI_HISTORY_MAX_FILE_SIZE"), 64 << 20)
+    return config.history_max_file_size()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from afi import config
+from afi.config import parse_size
 from afi.errors import TooLarge
 
 __all__ = ["WorkspaceLimits", "charged", "charged_after", "check_limits", "format_size", "parse_size", "size_after"]
@@ -21,8 +23,8 @@ _BLOCK = 4096
 class WorkspaceLimits:
     """How much one space's workspace may hold: bytes per file, and bytes in all its files together."""
 
-    max_file_bytes: int = 1 << 30
-    space_quota_bytes: int = 10 << 30
+    max_file_bytes: int = config.DEFAULT_MAX_FILE_BYTES
+    space_quota_bytes: int = config.DEFAULT_SPACE_QUOTA_BYTES
 
     @classmethod
     def from_env(cls) -> WorkspaceLimits:
@@ -31,33 +33,7 @@ class WorkspaceLimits:
         Raises:
             ValueError: a value that is not a size.
         """
-        default = cls()
-        return cls(
-            max_file_bytes=parse_size(os.environ.get("AFI_MAX_FILE_SIZE"), default.max_file_bytes),
-            space_quota_bytes=parse_size(os.environ.get("AFI_SPACE_QUOTA"), default.space_quota_bytes),
-        )
-
-
-def parse_size(text: str | None, default: int) -> int:
-    """Given ``"512M"``, ``"10G"``, ``"4096"`` (or None for ``default``), return a number of bytes.
-
-    Raises:
-        ValueError: not a size.
-    """
-    if text is None or not text.strip():
-        return default
-    value = text.strip().upper().removesuffix("B").removesuffix("I")
-    scale = 1
-    if value and value[-1] in "KMGT":
-        scale = 1024 ** ("KMGT".index(value[-1]) + 1)
-        value = value[:-1]
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a size: use bytes or a number with K, M, G or T") from None
-    if number < 0 or number != number:
-        raise ValueError(f"{text!r} is not a size: it must not be negative")
-    return int(number * scale)
+        return cls(max_file_bytes=config.max_file_size(), space_quota_bytes=config.space_quota())
 
 
 def format_size(size: int) -> str:

@@ -62,7 +62,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     time.sleep(SETTLE_NS / 1e9 + 0.2)  # as a folder filled a while ago: its names may be kept
     provider = MemoryProvider(base / "afi.db", base / "files")
     app = create_app(provider)
-    mount_web(app, provider)  # as ``afi serve`` does: the web page beside the API
+    mount_web(app)  # as ``afi serve`` does: the web page beside the API
     with serve_app_in_thread(app) as url:
         # the space's first use in a process sweeps the temporary files a crash left: once, not a page's
         assert httpx.get(url + "/afi/stat", params={"path": "/files"}).status_code == 200

@@ -16,13 +16,14 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from afi.app.mcp import ProviderToolBackend, memory_fabric_sessions
+from afi.app.mcp import memory_fabric_sessions
 from afi.bindings.mcp import McpBinding, stdio_info
 from afi.errors import Forbidden
 from afi.model import SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.fabric.errors import MemoryNotAttachedError
 from afi.providers.memory.provider import MemoryProvider
+from afi.providers.memory.tools import ProviderToolBackend
 from afi.providers.memory.workspace.workspace import WorkspaceLimits
 from tests.support.mcp import error_of, run
 

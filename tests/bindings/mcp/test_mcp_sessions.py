@@ -55,7 +55,8 @@ class Served:
     def attached(self) -> set[str]:
         """The sessions a fabric session is attached to."""
         fabric: Any = self.mcp.binding.fabric
-        return set(fabric._attached)
+        attached: set[str] = fabric.tools.attached()
+        return attached
 
     def headers(self, token: str, session: str | None = None) -> dict[str, str]:
         sent = {**ACCEPT, "Authorization": f"Bearer {token}", "MCP-Protocol-Version": VERSION}

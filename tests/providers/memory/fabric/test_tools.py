@@ -1,4 +1,5 @@
-"""The five governed tools: each works for an attached session, and each refusal leaves nothing changed."""
+"""The five governed tools as a library host gets them (``create_fabric_tools(provider, caller)``): each
+works for an attached session, each effect is the provider's verb, and each refusal leaves nothing changed."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ from typing import Any
 
 import pytest
 
+from afi.errors import AfiError, Forbidden, NotFound
+from afi.provider import Caller
 from afi.providers.memory import (
     MemoryLimitError,
     MemoryNotAttachedError,
-    MemoryNotFoundError,
     MemoryValidationError,
-    create_memory,
-    create_memory_fabric,
+    create_fabric_tools,
 )
-from afi.providers.memory.fabric.tools import MAX_VIEW_ENTRIES, ToolDefinition, create_fabric_tools
+from afi.providers.memory.fabric.tools import MAX_VIEW_ENTRIES, ToolDefinition
+from afi.providers.memory.provider import MemoryProvider
+
+AGENT = Caller(principal="agent", space="default")
 
 
 @dataclass(frozen=True)
@@ -31,15 +35,26 @@ class Session:
 
 
 @pytest.fixture
-def fabric(tmp_path: Path) -> Any:
-    memory = create_memory(str(tmp_path / "memory.db"), tenant_id="acme", resource_id="user-1", thread_id="thread-1")
-    return create_memory_fabric(memory)
+def provider(tmp_path: Path) -> MemoryProvider:
+    return MemoryProvider(tmp_path / "memory.db", tmp_path / "files")
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "memories"
-    path.mkdir()
+def fabric(provider: MemoryProvider) -> Any:
+    """The fabric of the caller's space: the tools' gate, and where their notes land."""
+    return provider.fabric(AGENT.space)
+
+
+@pytest.fixture
+def tools(provider: MemoryProvider) -> dict[str, ToolDefinition]:
+    return by_name(create_fabric_tools(provider, AGENT))
+
+
+@pytest.fixture
+def root(provider: MemoryProvider) -> Path:
+    """The caller's /files on disk."""
+    path = provider.root / AGENT.space
+    path.mkdir(exist_ok=True)
     return path
 
 
@@ -54,8 +69,8 @@ def by_name(tools: list[ToolDefinition]) -> dict[str, ToolDefinition]:
     return {tool.name: tool for tool in tools}
 
 
-def test_five_inert_definitions_with_kinds_and_schemas(fabric: Any, root: Path) -> None:
-    tools = create_fabric_tools(fabric, root=root)
+def test_five_inert_definitions_with_kinds_and_schemas(provider: MemoryProvider, root: Path) -> None:
+    tools = create_fabric_tools(provider, AGENT)
     assert [t.name for t in tools] == ["memory.view", "memory.read", "memory.insert", "memory.recall", "memory.forget"]
     assert [t.kind for t in tools] == ["read", "read", "edit", "search", "delete"]
     for tool in tools:
@@ -75,59 +90,53 @@ def test_five_inert_definitions_with_kinds_and_schemas(fabric: Any, root: Path) 
     ],
 )
 def test_every_tool_refuses_an_unattached_session(
-    fabric: Any, root: Path, name: str, arguments: dict[str, Any]
+    fabric: Any, tools: dict[str, ToolDefinition], root: Path, name: str, arguments: dict[str, Any]
 ) -> None:
     (root / "a.md").write_text("before")
     fabric.attach(Session("someone-else"))
-    tool = by_name(create_fabric_tools(fabric, root=root))[name]
     with pytest.raises(MemoryNotAttachedError) as info:
-        tool.run(Session("s1"), arguments)
+        tools[name].run(Session("s1"), arguments)
     assert info.value.code == "forbidden"
     assert (root / "a.md").read_text() == "before"
     assert fabric.blocks() == {}
 
 
-def test_detach_closes_the_gate_again(fabric: Any, root: Path) -> None:
+def test_detach_closes_the_gate_again(fabric: Any, tools: dict[str, ToolDefinition], root: Path) -> None:
     session = Session("s1")
     attachment = fabric.attach(session)
-    view = by_name(create_fabric_tools(fabric, root=root))["memory.view"]
-    assert view.run(session, {})["entries"] == []
+    assert tools["memory.view"].run(session, {})["entries"] == []
     attachment.detach()
     with pytest.raises(MemoryNotAttachedError):
-        view.run(session, {})
+        tools["memory.view"].run(session, {})
 
 
-def test_view_lists_names_and_sizes_sorted(fabric: Any, root: Path, session: Session) -> None:
+def test_view_lists_names_and_sizes_sorted(tools: dict[str, ToolDefinition], root: Path, session: Session) -> None:
     (root / "b.md").write_text("hello")
     (root / "a").mkdir()
     (root / "a" / "deep.md").write_text("x")
-    result = by_name(create_fabric_tools(fabric, root=root))["memory.view"].run(session, {})
+    result = tools["memory.view"].run(session, {})
     assert result["entries"] == [{"name": "a", "kind": "directory"}, {"name": "b.md", "kind": "file", "bytes": 5}]
     assert result["truncated"] is False
-    sub = by_name(create_fabric_tools(fabric, root=root))["memory.view"].run(session, {"path": "a"})
+    sub = tools["memory.view"].run(session, {"path": "a"})
     assert sub["entries"] == [{"name": "deep.md", "kind": "file", "bytes": 1}]
 
 
-def test_view_caps_at_200_entries(fabric: Any, root: Path, session: Session) -> None:
+def test_view_caps_at_200_entries(tools: dict[str, ToolDefinition], root: Path, session: Session) -> None:
     for i in range(MAX_VIEW_ENTRIES + 5):
         (root / f"n{i:03d}.md").write_text("")
-    result = by_name(create_fabric_tools(fabric, root=root))["memory.view"].run(session, {})
+    result = tools["memory.view"].run(session, {})
     assert len(result["entries"]) == MAX_VIEW_ENTRIES and result["truncated"] is True
 
 
-def test_view_never_creates(fabric: Any, tmp_path: Path, session: Session) -> None:
-    missing = tmp_path / "not-yet"
-    view = by_name(create_fabric_tools(fabric, root=missing))["memory.view"]
-    with pytest.raises(MemoryNotFoundError):
-        view.run(session, {})
-    with pytest.raises(MemoryNotFoundError):
-        view.run(session, {"path": "nested"})
-    assert not missing.exists()
+def test_view_never_creates(tools: dict[str, ToolDefinition], root: Path, session: Session) -> None:
+    with pytest.raises(NotFound):
+        tools["memory.view"].run(session, {"path": "nested"})
+    assert not (root / "nested").exists()
 
 
-def test_read_is_bounded_and_flagged(fabric: Any, root: Path, session: Session) -> None:
+def test_read_is_bounded_and_flagged(provider: MemoryProvider, root: Path, session: Session) -> None:
     (root / "big.md").write_bytes(b"a" * 100 + "é".encode() + b"tail")  # the cap falls inside the 2-byte é
-    read = by_name(create_fabric_tools(fabric, root=root, max_file_bytes=101))["memory.read"]
+    read = by_name(create_fabric_tools(provider, AGENT, max_file_bytes=101))["memory.read"]
     result = read.run(session, {"path": "big.md"})
     assert result["text"] == "a" * 100 and result["truncated"] is True and result["bytes"] == 106
     (root / "small.md").write_text("whole")
@@ -139,9 +148,9 @@ def test_read_is_bounded_and_flagged(fabric: Any, root: Path, session: Session) 
     }
 
 
-def test_read_missing_file_is_not_found(fabric: Any, root: Path, session: Session) -> None:
-    with pytest.raises(MemoryNotFoundError):
-        by_name(create_fabric_tools(fabric, root=root))["memory.read"].run(session, {"path": "nope.md"})
+def test_read_missing_file_is_not_found(tools: dict[str, ToolDefinition], session: Session) -> None:
+    with pytest.raises(NotFound):
+        tools["memory.read"].run(session, {"path": "nope.md"})
 
 
 def outside_setup(tmp_path: Path, root: Path) -> None:
@@ -164,31 +173,37 @@ ESCAPES = [
 @pytest.mark.parametrize("path", ESCAPES)
 @pytest.mark.parametrize("name", ["memory.view", "memory.read", "memory.insert"])
 def test_paths_leaving_the_jail_are_refused_before_any_io(
-    fabric: Any, tmp_path: Path, root: Path, session: Session, path: str, name: str
+    fabric: Any, tools: dict[str, ToolDefinition], tmp_path: Path, root: Path, session: Session, path: str, name: str
 ) -> None:
     outside_setup(tmp_path, root)
-    tool = by_name(create_fabric_tools(fabric, root=root))[name]
     arguments = {"path": path, "text": "grown"} if name == "memory.insert" else {"path": path}
-    with pytest.raises(MemoryValidationError) as info:
-        tool.run(session, arguments)
-    assert info.value.code == "invalid_path"
+    with pytest.raises(AfiError) as info:
+        tools[name].run(session, arguments)
+    assert info.value.code == "invalid_path", info.value
     assert (tmp_path / "outside" / "secret.md").read_text() == "secret"
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == ["secret.md"]
     assert fabric.find_file(path) is None
 
 
 @pytest.mark.parametrize("name", ["memory.view", "memory.read", "memory.insert"])
-def test_file_tools_fail_closed_without_root(fabric: Any, session: Session, name: str) -> None:
-    tool = by_name(create_fabric_tools(fabric))[name]
+def test_file_tools_act_with_the_callers_scopes(
+    provider: MemoryProvider, root: Path, session: Session, name: str
+) -> None:
+    """A tool's effect is the provider's verb for its caller: a key without afi:read (or afi:write for an
+    insert) is refused as it would be at any door, and nothing is written."""
+    (root / "a.md").write_text("before")
+    scopes = frozenset({"afi:read"}) if name == "memory.insert" else frozenset()
+    tool = by_name(create_fabric_tools(provider, Caller("reader", space=AGENT.space, scopes=scopes)))[name]
     arguments = {"path": "a.md", "text": "x"} if name == "memory.insert" else {"path": "a.md"}
-    with pytest.raises(MemoryValidationError, match="without a root"):
+    with pytest.raises(Forbidden):
         tool.run(session, arguments)
+    assert (root / "a.md").read_text() == "before"
 
 
 def test_insert_appends_lines_creates_parents_and_refreshes_the_file_note(
-    fabric: Any, root: Path, session: Session
+    fabric: Any, tools: dict[str, ToolDefinition], root: Path, session: Session
 ) -> None:
-    insert = by_name(create_fabric_tools(fabric, root=root))["memory.insert"]
+    insert = tools["memory.insert"]
     first = insert.run(session, {"path": "notes/deploy.md", "text": "Deploy via canary first"})
     assert (root / "notes" / "deploy.md").read_text() == "Deploy via canary first"
     second = insert.run(session, {"path": "notes/deploy.md", "text": "Then watch the dashboard"})
@@ -204,10 +219,10 @@ def test_insert_appends_lines_creates_parents_and_refreshes_the_file_note(
     assert [h.id for h in hits] == [note.id]
 
 
-def test_insert_reports_a_truncated_note(fabric: Any, root: Path, session: Session) -> None:
+def test_insert_reports_a_truncated_note(provider: MemoryProvider, fabric: Any, root: Path, session: Session) -> None:
     limit = fabric.memory.limits.max_entry_text_chars
     (root / "long.md").write_text("word " * (limit // 5 + 10))
-    result = by_name(create_fabric_tools(fabric, root=root, max_file_bytes=1024 * 1024))["memory.insert"].run(
+    result = by_name(create_fabric_tools(provider, AGENT, max_file_bytes=1024 * 1024))["memory.insert"].run(
         session, {"path": "long.md", "text": "end"}
     )
     assert result["note_truncated"] is True
@@ -215,8 +230,10 @@ def test_insert_reports_a_truncated_note(fabric: Any, root: Path, session: Sessi
     assert note is not None and len(note.content) == limit
 
 
-def test_over_cap_insert_is_refused_and_touches_nothing(fabric: Any, root: Path, session: Session) -> None:
-    insert = by_name(create_fabric_tools(fabric, root=root, max_file_bytes=20))["memory.insert"]
+def test_over_cap_insert_is_refused_and_touches_nothing(
+    provider: MemoryProvider, fabric: Any, root: Path, session: Session
+) -> None:
+    insert = by_name(create_fabric_tools(provider, AGENT, max_file_bytes=20))["memory.insert"]
     (root / "full.md").write_text("0123456789")
     with pytest.raises(MemoryLimitError) as info:
         insert.run(session, {"path": "full.md", "text": "0123456789"})  # 10 + newline + 10 > 20
@@ -229,13 +246,12 @@ def test_over_cap_insert_is_refused_and_touches_nothing(fabric: Any, root: Path,
 
 
 @pytest.mark.parametrize("cap", [0, -1, 1024 * 1024 + 1])
-def test_max_file_bytes_outside_its_range_is_refused(fabric: Any, root: Path, cap: int) -> None:
+def test_max_file_bytes_outside_its_range_is_refused(provider: MemoryProvider, cap: int) -> None:
     with pytest.raises(MemoryValidationError, match="max_file_bytes"):
-        create_fabric_tools(fabric, root=root, max_file_bytes=cap)
+        create_fabric_tools(provider, AGENT, max_file_bytes=cap)
 
 
-def test_insert_into_a_block_and_forget_it(fabric: Any, root: Path, session: Session) -> None:
-    tools = by_name(create_fabric_tools(fabric, root=root))
+def test_insert_into_a_block_and_forget_it(fabric: Any, tools: dict[str, ToolDefinition], session: Session) -> None:
     created = tools["memory.insert"].run(session, {"block": "core", "text": "Prefers terse output"})
     grown = tools["memory.insert"].run(session, {"block": "core", "text": "Uses metric units"})
     assert created["created"] is True and grown["created"] is False
@@ -259,17 +275,16 @@ def test_insert_into_a_block_and_forget_it(fabric: Any, root: Path, session: Ses
     ],
 )
 def test_bad_arguments_are_refused(
-    fabric: Any, root: Path, session: Session, name: str, arguments: dict[str, Any], message: str
+    fabric: Any, tools: dict[str, ToolDefinition], session: Session, name: str, arguments: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(MemoryValidationError, match=message):
-        by_name(create_fabric_tools(fabric, root=root))[name].run(session, arguments)
+        tools[name].run(session, arguments)
     assert fabric.blocks() == {}
 
 
-def test_recall_and_forget_pass_through(fabric: Any, root: Path, session: Session) -> None:
+def test_recall_and_forget_pass_through(fabric: Any, tools: dict[str, ToolDefinition], session: Session) -> None:
     fact = fabric.remember(kind="fact", content="User prefers metric units", tags=["prefs"])
     fabric.remember(kind="procedure", content="Deploy via canary first")
-    tools = by_name(create_fabric_tools(fabric, root=root))
     result = tools["memory.recall"].run(session, {"query": "metric units", "top_k": 5})
     assert [h["id"] for h in result["hits"]] == [fact.id]
     assert result["explain"][0]["id"] == fact.id and "score" in result["explain"][0]
@@ -280,31 +295,26 @@ def test_recall_and_forget_pass_through(fabric: Any, root: Path, session: Sessio
     assert tools["memory.recall"].run(session, {"query": "metric units"})["hits"] == []
 
 
-def test_fabric_tools_returns_the_five_definitions(tmp_path: Path) -> None:
-    from afi.providers.memory import create_memory, create_memory_fabric
-
-    fabric = create_memory_fabric(create_memory(tenant_id="t", resource_id="r", thread_id="h"))
-    tools = fabric.tools(root=tmp_path)
-    assert [t.name for t in tools] == ["memory.view", "memory.read", "memory.insert", "memory.recall", "memory.forget"]
-
-
-def test_a_symlinked_space_folder_is_refused_by_the_file_tools(fabric: Any, session: Session, tmp_path: Path) -> None:
-    base, outside = tmp_path / "workspaces", tmp_path / "elsewhere"
-    base.mkdir()
+def test_a_symlinked_space_folder_is_refused_by_the_file_tools(provider: MemoryProvider, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "secret.txt").write_text("outside secret")
-    os.symlink(outside, base / "evil")
-    tools = by_name(create_fabric_tools(fabric, root=base, space="evil"))
+    os.symlink(outside, provider.root / "evil")
+    evil = Caller("agent", space="evil")
+    session = Session("s1")
     calls = [
         ("memory.view", {"path": ""}),
         ("memory.read", {"path": "secret.txt"}),
         ("memory.insert", {"path": "planted.txt", "text": "x"}),
     ]
+    provider.fabric(evil.space).attach(session)
+    tools = by_name(create_fabric_tools(provider, evil))
     for name, args in calls:
-        with pytest.raises(MemoryValidationError, match="space folder"):
+        with pytest.raises(AfiError, match="space folder") as info:
             tools[name].run(session, args)
+        assert info.value.code == "invalid_path"
     assert sorted(os.listdir(outside)) == ["secret.txt"]
-    (base / "good").mkdir()
-    good = by_name(create_fabric_tools(fabric, root=base, space="good"))
-    good["memory.insert"].run(session, {"path": "notes.txt", "text": "inside"})
-    assert (base / "good" / "notes.txt").read_text() == "inside"
+    good = Caller("agent", space="good")
+    provider.fabric(good.space).attach(session)
+    by_name(create_fabric_tools(provider, good))["memory.insert"].run(session, {"path": "notes.txt", "text": "inside"})
+    assert (provider.root / "good" / "notes.txt").read_text() == "inside"

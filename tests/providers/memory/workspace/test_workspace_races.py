@@ -145,20 +145,14 @@ def test_listings_and_stats_never_show_outside(provider: MemoryProvider, workspa
     assert not any("secret" in item or item == "s" for item in seen)
 
 
-def test_the_fabric_tools_never_reach_outside(
-    provider: MemoryProvider, workspace: Path, outside: Path, tmp_path: Path
-) -> None:
+def test_the_fabric_tools_never_reach_outside(provider: MemoryProvider, workspace: Path, outside: Path) -> None:
     """memory.view and memory.insert, given the same folder to race over."""
-    from afi.providers.memory import create_memory, create_memory_fabric
-    from afi.providers.memory.fabric.tools import create_fabric_tools
+    from afi.providers.memory import create_fabric_tools
 
     (outside / "secret-name.txt").write_text("s")
-    fabric = create_memory_fabric(
-        create_memory(str(tmp_path / "tools.db"), tenant_id="t", resource_id="r", thread_id="main")
-    )
     session = _Session("s1")
-    fabric.attach(session)
-    tools = {tool.name: tool for tool in create_fabric_tools(fabric, root=workspace)}
+    provider.fabric(OWNER.space).attach(session)
+    tools = {tool.name: tool for tool in create_fabric_tools(provider, OWNER)}
     seen: set[str] = set()
 
     def attempt() -> None:
