@@ -6,14 +6,15 @@ itself, and a ``[`` never closed is itself. Case counts; characters are code poi
 
 :class:`Glob` reads a pattern once. :meth:`Glob.matches` decides, with RE2 (linear in the name, no
 cache of compiled patterns). A store that selects names in SQL narrows its candidates with
-:attr:`Glob.prefix` and :meth:`Glob.like`, which every matching name passes (a superset, written in the
-``LIKE`` both SQLite and PostgreSQL speak); it never decides: the matcher does, so every engine
-and every folder lists the same names.
+:attr:`Glob.prefix` and a pattern every matching name passes (:meth:`Glob.like` for PostgreSQL,
+:meth:`Glob.sqlite_glob` for SQLite, both case-sensitive); it never decides: the matcher does, so
+every engine and every folder lists the same names.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import re2
@@ -24,7 +25,7 @@ __all__ = ["LIKE_ESCAPE", "MAX_GLOB_CHARS", "Glob"]
 
 MAX_GLOB_CHARS = 4096
 LIKE_ESCAPE = "\\"  # the ESCAPE character of :meth:`Glob.like`
-_LIKE_RUNS = 4  # at most this many %: a LIKE is matched by backtracking over them
+_SQL_RUNS = 4  # at most this many stars in a LIKE or GLOB: SQL matches them by backtracking
 _LIKE_SPECIAL = re.compile(r"([%_\\])")
 _POSIX_CLASS = re.compile(r"\[([:=.])[^\]]*\1\]")  # [:digit:], [=e=], [.a.]
 _WHOLE = re2._re2.RE2.Anchor.ANCHOR_BOTH
@@ -107,19 +108,29 @@ class Glob:
 
     def like(self) -> str:
         """A ``LIKE`` pattern (escape :data:`LIKE_ESCAPE`) that every name the glob matches matches
-        too, in either case: a set becomes ``_``, and past :data:`_LIKE_RUNS` runs of ``*`` the middle
-        ones are left out (a looser pattern, never a stricter one)."""
+        too: a set becomes ``_``, and past :data:`_SQL_RUNS` runs of ``*`` the middle ones are left out
+        (a looser pattern, never a stricter one)."""
+        return self._loosened("%", lambda ch: _LIKE_SPECIAL.sub(r"\\\1", ch), lambda _: "_")
+
+    def sqlite_glob(self) -> str:
+        """A SQLite ``GLOB`` pattern every name the glob matches matches too (case counts, as in
+        ``LIKE`` on PostgreSQL, where SQLite's ``LIKE`` ignores ASCII case): a set stays a set where
+        SQLite reads it alike, else becomes ``?``; ``*``, ``?`` and ``[`` as characters are ``[*]``,
+        ``[?]``, ``[[]``; past :data:`_SQL_RUNS` runs of ``*`` the middle ones are left out."""
+        return self._loosened("*", lambda ch: f"[{ch}]" if ch in "*?[" else ch, _sqlite_set)
+
+    def _loosened(self, star: str, literal: Callable[[str], str], one: Callable[[_One | _Set], str]) -> str:
         parts: list[list[str]] = [[]]
         for token in self._tokens:
             if token is STAR:
                 parts.append([])
             elif isinstance(token, str):
-                parts[-1].append(_LIKE_SPECIAL.sub(r"\\\1", token))
-            else:
-                parts[-1].append("_")
-        if len(parts) > _LIKE_RUNS + 1:
-            parts = [*parts[:_LIKE_RUNS], parts[-1]]
-        return "%".join("".join(part) for part in parts)
+                parts[-1].append(literal(token))
+            elif isinstance(token, _One | _Set):
+                parts[-1].append(one(token))
+        if len(parts) > _SQL_RUNS + 1:
+            parts = [*parts[:_SQL_RUNS], parts[-1]]
+        return star.join("".join(part) for part in parts)
 
 
 def _check(text: str) -> None:
@@ -213,6 +224,15 @@ def _regex(tokens: list[_Token]) -> str:
             ranges = "".join(_code(low) + ("" if low == high else "-" + _code(high)) for low, high in token.spans)
             out.append(("[^" if token.negate else "[") + ranges + "]")
     return "".join(out)
+
+
+def _sqlite_set(token: _One | _Set) -> str:
+    """A set as SQLite's GLOB writes it, when it reads it alike (no ``]``, ``^`` or ``-`` in it);
+    else, and for ``?``, any one character."""
+    if isinstance(token, _One) or any(c in "]^-" for span in token.spans for c in span):
+        return "?"
+    ranges = "".join(low if low == high else f"{low}-{high}" for low, high in token.spans)
+    return ("[^" if token.negate else "[") + ranges + "]"
 
 
 def _code(ch: str) -> str:

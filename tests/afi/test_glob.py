@@ -86,22 +86,24 @@ def test_a_set_that_is_never_closed_is_read_as_characters_and_refuses_nothing() 
 
 
 @pytest.mark.parametrize(
-    ("glob", "prefix", "end", "like"),
+    ("glob", "prefix", "end", "like", "sqlite_glob"),
     [
-        ("abc*", "abc", "abd", "abc%"),
-        ("*abc", "", None, "%abc"),
-        ("a?c[de]f", "a", "b", "a_c_f"),
-        ("50%_\\*x", "50%_*x", "50%_*y", "50\\%\\_*x"),
-        ("back\\\\slash", "back\\slash", "back\\slasi", "back\\\\slash"),
-        ("a\U0010ffff*", "a\U0010ffff", "b", "a\U0010ffff%"),
-        ("\U0010ffff\U0010ffff*", "\U0010ffff\U0010ffff", None, "\U0010ffff\U0010ffff%"),
-        ("\ud7ff*", "\ud7ff", "\ue000", "\ud7ff%"),
-        ("a*b*c*d*e*f*g", "a", "b", "a%b%c%d%g"),
-        ("a**b", "a", "b", "a%b"),
+        ("abc*", "abc", "abd", "abc%", "abc*"),
+        ("*abc", "", None, "%abc", "*abc"),
+        ("a?c[de]f", "a", "b", "a_c_f", "a?c[de]f"),
+        ("[!a-c]x", "", None, "_x", "[^a-c]x"),
+        ("[]a]x[a^]y[!-]", "", None, "_x_y_", "?x?y?"),  # sets SQLite would read otherwise: any character
+        ("50%_\\*x\\?\\[", "50%_*x?[", "50%_*x?\\", "50\\%\\_*x?[", "50%_[*]x[?][[]"),
+        ("back\\\\slash", "back\\slash", "back\\slasi", "back\\\\slash", "back\\slash"),
+        ("a\U0010ffff*", "a\U0010ffff", "b", "a\U0010ffff%", "a\U0010ffff*"),
+        ("\U0010ffff\U0010ffff*", "\U0010ffff\U0010ffff", None, "\U0010ffff\U0010ffff%", "\U0010ffff\U0010ffff*"),
+        ("\ud7ff*", "\ud7ff", "\ue000", "\ud7ff%", "\ud7ff*"),
+        ("a*b*c*d*e*f*g", "a", "b", "a%b%c%d%g", "a*b*c*d*g"),
+        ("a**b", "a", "b", "a%b", "a*b"),
     ],
 )
-def test_the_narrowing_a_store_asks(glob: str, prefix: str, end: str | None, like: str) -> None:
-    """Its literal prefix, the least string above every name that starts with it, and a LIKE (at most
-    four %, the middle runs left out)."""
+def test_the_narrowing_a_store_asks(glob: str, prefix: str, end: str | None, like: str, sqlite_glob: str) -> None:
+    """Its literal prefix, the least string above every name that starts with it, a LIKE and a SQLite
+    GLOB (at most four stars, the middle runs left out)."""
     parsed = Glob(glob)
-    assert (parsed.prefix, parsed.prefix_end, parsed.like()) == (prefix, end, like)
+    assert (parsed.prefix, parsed.prefix_end, parsed.like(), parsed.sqlite_glob()) == (prefix, end, like, sqlite_glob)

@@ -4,16 +4,16 @@ The fabric owns the table; the tree only reads it, scoped to one (tenant, resour
 listing of 100k notes is a paged index scan and never loads every note. SQL is written once where the
 engines agree; where they differ (a note's size in bytes, the latest version of each name, the
 trigram index grep asks) each engine's is said: grep's literals become ``ILIKE`` patterns
-(:mod:`afi.storage.pg_trigram`). A listing's glob (:class:`afi.glob.Glob`) only narrows the rows, in
-the same SQL on both engines (its literal prefix as a range, and a ``LIKE`` every match passes); the
-tree keeps those the glob matches (:meth:`.base.Listing.fill`). A version read in ``/history`` or at
+(:mod:`afi.storage.pg_trigram`), and a listing's glob (:class:`afi.glob.Glob`) narrows the rows with
+its literal prefix as a range and a pattern every match passes, SQLite's ``GLOB`` or PostgreSQL's
+``LIKE``; the tree keeps those the glob matches (:meth:`.base.Listing.fill`). A version read in ``/history`` or at
 an instant reads as it is then (:mod:`.versions`): its row comes with what decides that.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +33,11 @@ __all__ = ["NoteRow", "NotesView", "file_name", "id_name", "now_iso"]
 # a note's Markdown: stored in SQLite, its front matter and content put together in PostgreSQL
 _RENDERED: dict[Dialect, str] = {"sqlite": "rendered", "postgresql": RENDERED_SQL}
 _SIZE: dict[Dialect, str] = {"sqlite": "length(CAST(rendered AS BLOB))", "postgresql": f"octet_length({RENDERED_SQL})"}
+# a listing's glob, loosened into each engine's case-sensitive pattern: (condition on {column}, the pattern)
+_NARROW: dict[Dialect, tuple[str, Callable[[Glob], str]]] = {
+    "sqlite": ("{column} GLOB :glob", Glob.sqlite_glob),
+    "postgresql": (f"{{column}} LIKE :glob ESCAPE '{LIKE_ESCAPE}'", Glob.like),
+}
 
 
 def _valid_now(table: str = "") -> str:
@@ -153,15 +158,14 @@ class NotesView:
         with self._db.read() as conn:
             return conn.execute(sql, args).fetchall()
 
-    @staticmethod
-    def _narrowed(column: str, glob: Glob | None, args: dict[str, Any]) -> str:
+    def _narrowed(self, column: str, glob: Glob | None, args: dict[str, Any]) -> str:
         """The condition on ``column`` that every name ``glob`` matches meets (its parameters added to
-        ``args``); "" without a glob. The same SQL on both engines: SQLite's ``LIKE`` ignores ASCII
-        case, which only lets more rows by."""
+        ``args``); "" without a glob."""
         if glob is None:
             return ""
-        args["glob"] = glob.like()
-        condition = f" AND {column} LIKE :glob ESCAPE '{LIKE_ESCAPE}'"
+        condition, pattern = _NARROW[self._db.dialect]
+        args["glob"] = pattern(glob)
+        condition = " AND " + condition.format(column=column)
         if glob.prefix:
             args["glob_from"] = glob.prefix
             condition += f" AND {column} >= :glob_from"

@@ -254,9 +254,10 @@ def test_the_change_token_grows_with_each_write_of_the_scope(view: NotesView, no
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_the_narrowing_never_drops_a_name_the_glob_matches(engine: str, request: pytest.FixtureRequest) -> None:
     """4,000 random globs (sets with ``!``, ``^``, ``]``, ranges, ``-`` at either end, unclosed ones,
-    escapes, ``*``, ``?``, characters ``LIKE`` reads as syntax), each against 8 names, half of them made
+    escapes, ``*``, ``?``, characters ``LIKE`` or ``GLOB`` reads as syntax), each against 8 names, half of them made
     from the glob so that many match: on each engine, of the 32,000 pairs those the glob matches are
-    12,000 or more, and the ``LIKE`` and range the store narrows by leave out 0 of them."""
+    12,000 or more, and the pattern (SQLite's ``GLOB``, PostgreSQL's ``LIKE``) and range the store
+    narrows by leave out 0 of them."""
     rng = random.Random(5)
     pairs: list[tuple[str, Glob]] = []
     while len(pairs) < 32_000:
@@ -266,10 +267,10 @@ def test_the_narrowing_never_drops_a_name_the_glob_matches(engine: str, request:
             continue  # a range written backwards
         pairs.extend((_name_like(glob.text, rng) if i % 2 else _name(rng), glob) for i in range(8))
     matched = [(name, glob) for name, glob in pairs if glob.matches(name)]
-    sql = "SELECT ? LIKE ? ESCAPE '\\' AND ? >= ? AND (? IS NULL OR ? < ?)"
     if engine == "sqlite":
         conn = sqlite3.connect(":memory:")
-        kept = [conn.execute(sql, (n, g.like(), n, g.prefix, g.prefix_end, n, g.prefix_end)).fetchone()[0]
+        sql = "SELECT ? GLOB ? AND ? >= ? AND (? IS NULL OR ? < ?)"
+        kept = [conn.execute(sql, (n, g.sqlite_glob(), n, g.prefix, g.prefix_end, n, g.prefix_end)).fetchone()[0]
                 for n, g in matched]  # fmt: skip
     else:
         with open_database(request.getfixturevalue("pg_store_url")).read() as conn:
