@@ -2,8 +2,9 @@
 
 A real ``afi serve`` over a SQLite file, then over PostgreSQL, holds the same names in ``/facts``,
 ``/procedures``, ``/files`` (and a folder in it), the ``other`` space and a past instant of each; every
-glob of :data:`TABLE` is asked of every folder over HTTP, whole and two names a page. The expected
-names are written out by hand from the documented rules, not computed by the code under test.
+glob of :data:`TABLE` is asked of every folder over HTTP, whole and two names a page, and of two
+folders over MCP. The expected names are written out by hand from the documented rules, not
+computed by the code under test.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from tests.support.mcp import error_of, run, sdk
 from tests.support.postgres import Databases
 from tests.support.servers import start_afi_serve
 
@@ -223,3 +225,24 @@ def test_unusable_globs_are_refused_in_every_folder_saying_why(served: Served) -
                 if answer.status_code != 400 or error.get("code") != "invalid_path" or why not in error["message"]:
                     failures.append((space, folder, glob[:20], answer.status_code, error))
     assert tried == 85 and failures == [], failures[:5]
+
+
+def test_mcp_afi_list_reads_the_table_the_same_way(served: Served) -> None:
+    """The MCP door (the official SDK client, Streamable HTTP): every glob of the table over /facts and
+    /files, and a refusal in words."""
+
+    async def body() -> list[tuple[str, str, list[str]]]:
+        wrong = []
+        async with sdk(served.url + "/mcp", mode="legacy") as client:
+            for folder in ("/facts", "/files/sub"):
+                for glob, stems in TABLE.items():
+                    result = await client.call_tool("afi.list", {"path": folder, "glob": glob})
+                    assert not result.is_error and isinstance(result.structured_content, dict), result.content
+                    got = [e["path"].rsplit("/", 1)[-1] for e in result.structured_content["entries"]]
+                    if got != sorted((f"{stem}.md" for stem in stems), key=lambda n: n.encode()):
+                        wrong.append((folder, glob, got))
+            refused = error_of(await client.call_tool("afi.list", {"path": "/facts", "glob": "[^z-a]"}))
+            assert refused["code"] == "invalid_path" and "backwards" in refused["message"], refused
+        return wrong
+
+    assert run(body) == []
