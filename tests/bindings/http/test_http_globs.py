@@ -246,3 +246,17 @@ def test_mcp_afi_list_reads_the_table_the_same_way(served: Served) -> None:
         return wrong
 
     assert run(body) == []
+
+
+def test_the_root_and_the_ledger_folders_list_by_the_same_rules(served: Served) -> None:
+    """Folders the tree builds in memory (``/``, ``/.afi``, ``/sessions``) filter by the same glob."""
+    areas = [".afi", "episodes", "facts", "files", "history", "procedures", "sessions", "working"]
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        assert _names(http, "", "/", None, 1000) == areas
+        assert _names(http, "", "/", "[^.]*", 3) == areas[1:]
+        assert _names(http, "", "/", "[!.e]*", 1000) == areas[2:]
+        assert _names(http, "", "/", "\\.*", 1000) == [".afi"]
+        assert _names(http, "", "/", "?????", 1) == ["facts", "files"]
+        assert _names(http, "", "/", "*S", 1000) == []
+        assert _names(http, "", "/.afi", "[^a]*", 1000) == ["manifest.json"]
+        assert _names(http, "", "/sessions", "[^", 1000) == []
