@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,11 +41,10 @@ __all__ = [
     "Paused",
     "Regex",
     "check_query",
-    "compile_glob",
     "compile_regex",
 ]
 
-MAX_PATTERN_CHARS = 4096  # a regex, an exact query or a glob
+MAX_PATTERN_CHARS = 4096  # a regex or an exact query (a list glob: afi.glob)
 MAX_PROGRAM_SIZE = 10_000  # RE2 instructions: bounds the NFA's cost per byte
 MAX_MEM = 8 << 20  # RE2's budget for the program and its DFA cache (its default)
 WINDOW = 16 << 10  # bytes of a line given to RE2 in one call
@@ -237,30 +235,6 @@ def check_query(text: str, what: str = "search query") -> None:
         raise InvalidPath(f"the {what} holds a lone surrogate (not a Unicode character)")
 
 
-def compile_glob(glob: str) -> Callable[[str], bool]:
-    """Given an fnmatch-style glob (``*``, ``?``, ``[a-z]``, ``[!a]``), return a ``str -> bool`` test.
-
-    The glob is translated to RE2 and compiled without a cache (``fnmatch`` caches 32,768 compiled
-    patterns, a memory sink for a caller sending distinct long globs).
-
-    Raises:
-        InvalidPath: the glob is over :data:`MAX_PATTERN_CHARS` characters or not valid Unicode.
-    """
-    if len(glob) > MAX_PATTERN_CHARS:
-        raise InvalidPath(f"the glob is {len(glob):,} characters long; the limit is {MAX_PATTERN_CHARS:,}")
-    if not _encodable(glob):
-        raise InvalidPath("the glob holds a lone surrogate (not a Unicode character)")
-    compiled = _re2_object("(?s)" + _glob_to_re2(glob))
-    if not compiled.ok():
-        raise InvalidPath("the glob is too complex: use fewer [...] classes")
-
-    def test(name: str) -> bool:
-        data = name.encode("utf-8", "surrogatepass")
-        return bool(compiled.Match(_WHOLE, data, 0, len(data))[0][0] >= 0)
-
-    return test
-
-
 # -- helpers --------------------------------------------------------------------------------------
 
 
@@ -287,53 +261,3 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _glob_to_re2(glob: str) -> str:
-    """fnmatch's translation, into RE2: ``*`` any run, ``?`` one character, ``[…]`` a class."""
-    out: list[str] = []
-    i, n = 0, len(glob)
-    while i < n:
-        ch = glob[i]
-        i += 1
-        if ch == "*":
-            if not out or out[-1] != ".*":
-                out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            j = i
-            if j < n and glob[j] == "!":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            close = glob.find("]", j)
-            if close < 0:
-                out.append(re2.escape("["))
-                continue
-            out.append(_glob_class(glob[i:close]))
-            i = close + 1
-        else:
-            out.append(re2.escape(ch))
-    return "".join(out)
-
-
-def _glob_class(body: str) -> str:
-    """An fnmatch class body (``!`` negates; ``a-z`` ranges; reversed ranges drop) as an RE2 class."""
-    negate = body.startswith("!")
-    if negate:
-        body = body[1:]
-    items: list[str] = []
-    k = 0
-    while k < len(body):
-        if k + 2 < len(body) and body[k + 1] == "-":
-            low, high = body[k], body[k + 2]
-            k += 3
-        else:
-            low = high = body[k]
-            k += 1
-        if low <= high:
-            items.append(f"\\x{{{ord(low):X}}}-\\x{{{ord(high):X}}}")
-    if not items:
-        return "(?s:.)" if negate else "[^\\x00-\\x{10FFFF}]"
-    return "[" + ("^" if negate else "") + "".join(items) + "]"

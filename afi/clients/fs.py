@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fnmatch
 import json
 import os
 import stat as stat_mod
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ERRNO, AfiError, InvalidPath, error_from_dict
+from ..glob import Glob
 from ..model import (
     DeleteResult,
     Entry,
@@ -117,12 +117,13 @@ class FsClient:
     def list(self, path: str, *, limit: int = 1000, cursor: str | None = None, glob: str | None = None) -> Page:
         if limit < 1:
             raise _skip("a directory listing has no page limit to refuse")
+        matches = Glob(glob).matches if glob else None  # the mount does not glob: the client does, as a provider would
         afi, host = self._os(path)
         try:
             names = sorted(os.listdir(host))
         except OSError as err:
             raise _error(err, afi) from None
-        names = [n for n in names if (glob is None or fnmatch.fnmatchcase(n, glob)) and (cursor is None or n > cursor)]
+        names = [n for n in names if (matches is None or matches(n)) and (cursor is None or n > cursor)]
         page = names[:limit]
         entries = [self.stat(f"{afi.rstrip('/')}/{name}") for name in page]
         return Page(entries=entries, next_cursor=page[-1] if len(names) > limit else None)

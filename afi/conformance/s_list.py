@@ -75,7 +75,7 @@ def list_bad_limit(client: AfiClient, ctx: Context) -> None:
     expect_error("invalid_path", client.list, ctx.root, limit=-5)
 
 
-@scenario("list.glob", "glob filters child names (fnmatch)", verb="list")
+@scenario("list.glob", "glob filters child names (shell patterns: * ? [a-z] [!a])", verb="list")
 def list_glob(client: AfiClient, ctx: Context) -> None:
     ctx.need_data()
     paths = [e.path for e in client.list(ctx.root, glob="*.txt").entries]

@@ -106,7 +106,7 @@ INPUTS: dict[str, dict[str, Any]] = {
             "path": _PATH,
             "limit": {"type": "integer", "minimum": 1, "default": 1000},
             "cursor": {"type": "string", "description": "next_cursor of the previous page"},
-            "glob": {"type": "string", "description": "fnmatch pattern on child names"},
+            "glob": {"type": "string", "description": "shell pattern on child names: * ? [a-z] [!a] [^a], \\ escapes"},
         },
         ("path",),
     ),

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from afi.errors import AfiError, InvalidPath
+from afi.glob import Glob
 from afi.model import Entry
 from afi.paths import basename, parent
-from afi.regex import compile_glob
 
 from .base import Io, iter_lines, read_operand
 from .fmt import blocks, ls_long, stat_text, wc_line
@@ -281,7 +281,7 @@ def find(shell: Shell, args: list[str], io: Io) -> Iterator[bytes]:
             raise InvalidPath(f"find: unknown predicate {arg}; this find offers -name, -type and -maxdepth")
         else:
             operands.append(arg)
-    name_test = None if name_glob is None else compile_glob(name_glob)
+    name_test = None if name_glob is None else Glob(name_glob).matches
     for operand in operands or ["."]:
         try:
             top = shell.client.stat(shell.path(operand))

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from afi.errors import SSH_EXIT, AfiError, Internal, InvalidPath, TooLarge, Unsupported
+from afi.glob import Glob
 from afi.model import Entry
 from afi.paths import join, normalize
-from afi.regex import compile_glob
 
 from .base import CommandSpec, Io, error_line
 from .commands import COMMANDS
@@ -111,7 +111,7 @@ class Shell:
         except AfiError:
             return []
         out = []
-        matches = compile_glob(part)
+        matches = Glob(part).matches
         for entry in entries:
             name = entry.path.rsplit("/", 1)[-1]
             if name.startswith(".") and not part.startswith("."):

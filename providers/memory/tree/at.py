@@ -33,6 +33,7 @@ from .at_files import at_files_list, at_files_read, at_files_stat
 from .at_ledger import AT_LEDGER_AREAS, ledger_list_at, ledger_text_at
 from .base import Listing
 from .entries import dir_entry, row_entry
+from .notes_view import file_name, id_name
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -162,11 +163,11 @@ def at_list(space: Space, where: AtPath, path: str, listing: Listing) -> Page:
         return listing.page(ledger_list_at(space, where.at, where.area, path))
     kind = AT_AREAS[where.area]
     if kind is None:
-        rows = space.notes.list_history(after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
-                                        at=where.at)  # fmt: skip
+        rows = listing.fill(lambda after, n: space.notes.list_history(after=after, glob=listing.glob, limit=n,
+                                                                      at=where.at), id_name)  # fmt: skip
         return listing.cut([row_entry(f"{path}/{r.id}.md", r, writable=False) for r in rows])
-    rows = space.notes.list_current(kind, after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1,
-                                    at=where.at)  # fmt: skip
+    rows = listing.fill(lambda after, n: space.notes.list_current(kind, after=after, glob=listing.glob, limit=n,
+                                                                  at=where.at), file_name)  # fmt: skip
     return listing.cut([row_entry(f"{path}/{r.name or r.id}.md", r, writable=False) for r in rows])
 
 

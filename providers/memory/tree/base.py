@@ -10,11 +10,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from afi.errors import Conflict, Forbidden, InvalidPath, NotFound, Unsupported
+from afi.glob import Glob
 from afi.model import DeleteResult, Entry, Page, ReadResult
-from afi.regex import compile_glob
 
 from ..search.cursor import decode_cursor, encode_cursor
 from .entries import dir_entry
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_LIST", "Area", "Listing", "WriteOptions", "check_etag", "check_limit"]
 
 MAX_LIST = 1000
+_MAX_BATCH = 1000  # candidates a listing fetches at once once its first batch fell short
+Row = TypeVar("Row")
 
 
 @dataclass(frozen=True)
@@ -33,40 +35,49 @@ class Listing:
     """One list request: at most ``limit`` entries, named after ``after`` (the cursor's), matching ``glob``."""
 
     limit: int
-    glob: str | None = None
+    glob: Glob | None = None
     after: str | None = None
 
     @classmethod
     def of(cls, limit: int, glob: str | None) -> Listing:
-        """Check the page size and the glob (refusing an overlong glob before SQLite sees it)."""
-        if glob:
-            compile_glob(glob)
-        return cls(check_limit(limit, MAX_LIST), glob)
+        """Check the page size and read the glob (docs/afi.md, "Globs": an empty one is none)."""
+        return cls(check_limit(limit, MAX_LIST), Glob(glob) if glob else None)
 
     def at(self, cursor: str | None) -> Listing:
         position = decode_cursor("list", cursor)
         return Listing(self.limit, self.glob, None if position is None else str(position["a"]))
 
-    @property
-    def sql_glob(self) -> str | None:
-        """fnmatch's ``[!x]`` is SQLite GLOB's ``[^x]``; the rest is the same."""
-        return None if self.glob is None else self.glob.replace("[!", "[^")
-
     def matcher(self) -> Callable[[str], bool] | None:
         """The glob as a test of a name (None when there is none)."""
-        return compile_glob(self.glob) if self.glob else None
+        return None if self.glob is None else self.glob.matches
 
     @property
     def prefix(self) -> str:
-        """What every name the glob matches starts with (its characters before the first ``*``, ``?``, ``[``)."""
-        glob = self.glob or ""
-        cut = min((i for i in (glob.find(c) for c in "*?[") if i >= 0), default=len(glob))
-        return glob[:cut]
+        """What every name the glob matches starts with."""
+        return "" if self.glob is None else self.glob.prefix
+
+    def fill(
+        self, fetch: Callable[[str | None, int], builtins.list[Row]], name: Callable[[Row], str]
+    ) -> builtins.list[Row]:
+        """Given ``fetch(after, n)``, which returns up to ``n`` rows named after ``after`` in name order,
+        a superset of those the glob matches (a store's pre-filter), return up to ``limit + 1`` rows
+        the glob matches: the glob decides, batch after batch."""
+        want = self.limit + 1
+        if self.glob is None:
+            return fetch(self.after, want)
+        kept: builtins.list[Row] = []
+        after, batch = self.after, want
+        while True:
+            rows = fetch(after, batch)
+            kept += [row for row in rows if self.glob.matches(name(row))]
+            if len(kept) >= want or len(rows) < batch:
+                return kept[:want]
+            after, batch = name(rows[-1]), max(want, min(batch * 4, _MAX_BATCH))
 
     def page(self, entries: list[Entry]) -> Page:
         """Filter a whole folder's entries (sorted by name) by glob and cursor, and cut one page."""
-        if self.glob:
-            matches = compile_glob(self.glob)
+        if self.glob is not None:
+            matches = self.glob.matches
             entries = [e for e in entries if matches(e.path.rsplit("/", 1)[-1])]
         if self.after is not None:
             entries = [e for e in entries if e.path.rsplit("/", 1)[-1] > self.after]

@@ -14,6 +14,7 @@ from .base import Area, Listing
 from .entries import row_entry
 from .history_files import FILES_DIR, history_files_list, history_files_read, history_files_stat
 from .locate import Node
+from .notes_view import id_name
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -44,7 +45,8 @@ class HistoryArea(Area):
             return history_files_list(space, rel, node.path, listing)
         if not node.is_area_root:
             return super().list(space, node, listing)
-        rows = space.notes.list_history(after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1)
+        rows = listing.fill(lambda after, n: space.notes.list_history(after=after, glob=listing.glob, limit=n),
+                            id_name)  # fmt: skip
         entries = [row_entry(f"/history/{r.id}.md", r, writable=False) for r in rows]
         shown = listing.after is None or listing.after < _FILES
         if shown and Listing(1, listing.glob).page([read_only_dir(FILES_DIR)]).entries and space.files.kept():

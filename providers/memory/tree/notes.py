@@ -19,6 +19,7 @@ from .base import Area, Listing, WriteOptions, check_etag
 from .entries import row_entry
 from .history import version_text
 from .locate import Node, note_path
+from .notes_view import file_name
 
 if TYPE_CHECKING:
     from ..spaces import Space
@@ -114,7 +115,9 @@ class NotesArea(NoteFolder):
     def list(self, space: Space, node: Node, listing: Listing) -> Page:
         if not node.is_area_root:
             return super().list(space, node, listing)
-        rows = space.notes.list_current(self.kind, after=listing.after, glob=listing.sql_glob, limit=listing.limit + 1)
+        kind = self.kind
+        rows = listing.fill(lambda after, n: space.notes.list_current(kind, after=after, glob=listing.glob, limit=n),
+                            file_name)  # fmt: skip
         return listing.cut([row_entry(note_path(r.kind, r.name or r.id), r) for r in rows])
 
     def text(self, space: Space, node: Node) -> tuple[Entry, str]:

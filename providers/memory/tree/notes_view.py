@@ -2,31 +2,32 @@
 
 The fabric owns the table; the tree only reads it, scoped to one (tenant, resource, thread), so a
 listing of 100k notes is a paged index scan and never loads every note. SQL is written once where the
-engines agree; where they differ (a glob, a note's size in bytes, the latest version of each name, the
-trigram index grep asks) each engine's is said: a listing's glob, SQLite ``GLOB`` syntax, becomes a
-PostgreSQL regex (:func:`.pg_glob.glob_regex`), and grep's literals ``ILIKE`` patterns
-(:mod:`afi.storage.pg_trigram`). A version read in ``/history`` or at an instant reads as it is then
-(:mod:`.versions`): its row comes with what decides that.
+engines agree; where they differ (a note's size in bytes, the latest version of each name, the
+trigram index grep asks) each engine's is said: grep's literals become ``ILIKE`` patterns
+(:mod:`afi.storage.pg_trigram`), and a listing's glob (:class:`afi.glob.Glob`) narrows the rows with
+its literal prefix as a range and a pattern every match passes, SQLite's ``GLOB`` or PostgreSQL's
+``LIKE``; the tree keeps those the glob matches (:meth:`.base.Listing.fill`). A version read in ``/history`` or at
+an instant reads as it is then (:mod:`.versions`): its row comes with what decides that.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from afi.glob import LIKE_ESCAPE, Glob
 from afi.storage.database import Database
 from afi.storage.pg_trigram import ilike, like_pattern
 from afi.storage.trigram import trigram_query
 
 from ..fabric.clock import scope_now
 from ..fabric.types import Scope
-from .pg_glob import glob_regex
 from .versions import Facts, Shown, facts_sql, shown, widening
 
-__all__ = ["NoteRow", "NotesView", "glob_regex", "now_iso"]
+__all__ = ["NoteRow", "NotesView", "file_name", "id_name", "now_iso"]
 
 
 def _valid_now(table: str = "") -> str:
@@ -66,6 +67,16 @@ class NoteRow:
     @property
     def etag(self) -> str:
         return f'"n{self.id}-{self.seq}{"-" + self.mark if self.mark else ""}"'
+
+
+def file_name(row: NoteRow) -> str:
+    """The name a listing of a kind's notes sorts ``row`` by: ``<name>.md``."""
+    return f"{row.name}.md"
+
+
+def id_name(row: NoteRow) -> str:
+    """The name a listing of versions sorts ``row`` by: ``<id>.md``."""
+    return f"{row.id}.md"
 
 
 def _shown_row(values: tuple[object, ...], at: str, past: bool) -> tuple[NoteRow, Shown]:
@@ -157,7 +168,6 @@ class NotesView:
 
     def __init__(self, database: Database, scope: Scope) -> None:
         self._db = database
-        self._pg = database.dialect == "postgresql"
         engine = database.engine
         self._columns = f"id, kind, name, path, seq, {engine.note_rendering_bytes}, created_at, updated_at, ingested_at"
         # a note's Markdown: stored in SQLite, its front matter and content put together in PostgreSQL
@@ -165,6 +175,11 @@ class NotesView:
         self._plus = engine.rowid_hint
         self._latest_of_each = engine.choose(sqlite=_latest_of_each_sqlite, postgresql=_latest_of_each_pg)
         self._literals_query = engine.choose(sqlite=_literals_sqlite, postgresql=_literals_pg)
+        # a listing's glob, loosened into this engine's case-sensitive pattern: (condition on {column}, pattern)
+        self._narrow: tuple[str, Callable[[Glob], str]] = engine.choose(
+            sqlite=("{column} GLOB :glob", Glob.sqlite_glob),
+            postgresql=(f"{{column}} LIKE :glob ESCAPE '{LIKE_ESCAPE}'", Glob.like),
+        )
         self._facts = facts_sql(database.engine)
         self._scope_id = scope
         self._scope = {"t": scope.tenant_id, "r": scope.resource_id, "h": scope.thread_id}
@@ -179,67 +194,56 @@ class NotesView:
         with self._db.read() as conn:
             return conn.execute(sql, args).fetchall()
 
-    def _glob(self, column: str, glob: str | None) -> tuple[str, str | None] | None:
-        """The condition of a listing's glob on ``column`` and its parameter ("" and None without a
-        glob); None when the glob matches no name (PostgreSQL only: SQLite's GLOB says so itself)."""
+    def _narrowed(self, column: str, glob: Glob | None, args: dict[str, Any]) -> str:
+        """The condition on ``column`` that every name ``glob`` matches meets (its parameters added to
+        ``args``); "" without a glob."""
         if glob is None:
-            return "", None
-        if not self._pg:
-            return f" AND {column} GLOB :glob", glob
-        regex = glob_regex(glob)
-        return None if regex is None else (f" AND {column} ~ :glob", regex)
+            return ""
+        condition, pattern = self._narrow
+        args["glob"] = pattern(glob)
+        condition = " AND " + condition.format(column=column)
+        if glob.prefix:
+            args["glob_from"] = glob.prefix
+            condition += f" AND {column} >= :glob_from"
+        if glob.prefix_end is not None:
+            args["glob_to"] = glob.prefix_end
+            condition += f" AND {column} < :glob_to"
+        return condition
 
     def list_current(
-        self, kind: str, *, after: str | None, glob: str | None, limit: int, at: str | None = None
+        self, kind: str, *, after: str | None, glob: Glob | None, limit: int, at: str | None = None
     ) -> list[NoteRow]:
         """Notes of ``kind`` valid now (or at the instant ``at``), ordered by file name ``<name>.md``,
-        after a cursor name."""
-        matching = self._glob("name || '.md'", glob)
-        if matching is None:
-            return []
+        after a cursor name; with ``glob``, at least those it matches (:meth:`_narrowed`)."""
+        args: dict[str, Any] = {**self._scope, "kind": kind, "now": at or self.present(), "after": after,
+                                "limit": limit}  # fmt: skip
+        matching = self._narrowed("name || '.md'", glob, args)
         # Written out per case (no ``:after IS NULL OR …``) so SQLite reads the file-name index from the cursor on.
         facts = "" if at is None else f", {self._facts}"  # now, a version valid reads as stored
         sql = (
             f"SELECT {self._columns}{facts} FROM notes WHERE {self._where} AND kind = :kind AND {_VALID_NOW}"
             f"{_written(at)} AND name IS NOT NULL"
             + (" AND name || '.md' > :after" if after is not None else "")
-            + matching[0]
+            + matching
             + " ORDER BY name || '.md' LIMIT :limit"
         )
-        args = {
-            **self._scope,
-            "kind": kind,
-            "now": at or self.present(),
-            "after": after,
-            "glob": matching[1],
-            "limit": limit,
-        }
         rows = self._rows(sql, args)
         return [_row(r) for r in rows] if at is None else [_shown_row(r, at, True)[0] for r in rows]
 
-    def list_history(self, *, after: str | None, glob: str | None, limit: int, at: str | None = None) -> list[NoteRow]:
+    def list_history(self, *, after: str | None, glob: Glob | None, limit: int, at: str | None = None) -> list[NoteRow]:
         """Every stored version (superseded and expired included; held and forgotten left out), by id,
-        each as it reads now (:mod:`.versions`); with ``at``, those written by then, as they read then."""
+        each as it reads now (:mod:`.versions`); with ``at``, those written by then, as they read then.
+        With ``glob``, at least those it matches (:meth:`_narrowed`)."""
         written = "" if at is None else " AND created_at <= :at"
         columns = f"{self._columns}, {self._facts}"
-        if not self._pg:
-            sql = (
-                f"SELECT {columns} FROM notes WHERE {self._where} AND status = 'active'{written} "
-                "AND (:after IS NULL OR id || '.md' > :after) AND (:glob IS NULL OR id || '.md' GLOB :glob) "
-                "ORDER BY id || '.md' LIMIT :limit"
-            )
-            args = {**self._scope, "after": after, "glob": glob, "limit": limit, "at": at}
-        else:
-            matching = self._glob("id || '.md'", glob)
-            if matching is None:
-                return []
-            sql = (
-                f"SELECT {columns} FROM notes WHERE {self._where} AND status = 'active'{written}"
-                + (" AND id || '.md' > :after" if after is not None else "")
-                + matching[0]
-                + " ORDER BY id || '.md' LIMIT :limit"
-            )
-            args = {**self._scope, "after": after, "glob": matching[1], "limit": limit, "at": at}
+        args: dict[str, Any] = {**self._scope, "after": after, "limit": limit, "at": at}
+        matching = self._narrowed("id || '.md'", glob, args)
+        sql = (
+            f"SELECT {columns} FROM notes WHERE {self._where} AND status = 'active'{written}"
+            + (" AND id || '.md' > :after" if after is not None else "")
+            + matching
+            + " ORDER BY id || '.md' LIMIT :limit"
+        )
         rows = self._rows(sql, args)
         when = at or self.present()
         return [_shown_row(r, when, at is not None)[0] for r in rows]

@@ -28,7 +28,9 @@ class WorkingArea(NoteFolder):
     missing = "no such working block"
 
     def children(self, space: Space) -> list[Entry]:
-        return [block_entry(label, note) for label, note in sorted(space.fabric.blocks().items())]
+        # by file name, as the cursor compares: "a-b.md" comes before "a.md" though "a" is before "a-b"
+        entries = [block_entry(label, note) for label, note in space.fabric.blocks().items()]
+        return sorted(entries, key=lambda entry: entry.path)
 
     def text(self, space: Space, node: Node) -> tuple[Entry, str]:
         name = node.note_name

@@ -44,10 +44,7 @@ def _branches() -> dict[str, int]:
 
 # Modules that still branch on the engine, with how many lines do: this list only shrinks (a module
 # moved to ``database.engine`` leaves it; a new branch anywhere fails the test).
-PENDING: dict[str, int] = {
-    # a listing's glob (SQLite GLOB against a PostgreSQL regex): left for the one meaning of a list glob
-    "providers/memory/tree/notes_view.py": 3,
-}
+PENDING: dict[str, int] = {}
 
 
 def test_no_engine_branch_outside_the_storage_seam() -> None:

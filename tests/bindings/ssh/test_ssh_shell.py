@@ -281,3 +281,22 @@ def test_standard_input_arrives_whole_whatever_its_size(server: SshServer, size:
     assert len(stored) == size and stored == blob
     piped = server.ssh("wc -c", stdin=blob)
     assert piped.text.split()[0] == str(size)
+
+
+@pytest.mark.parametrize("pattern", ["[^as]*", "[!as]*", "alph[a]\\.txt", "*.[mt][dx]*", "[a-g]*", "?ky.md"])
+def test_find_name_reads_a_glob_as_gnu_find_does(server: SshServer, disk: Path, pattern: str) -> None:
+    """``[^x]`` negates as ``[!x]`` does and ``\\`` escapes (docs/afi.md, "Globs"), as GNU find reads them."""
+    run = server.ssh(f"find /files /facts /procedures -name '{pattern}'")
+    assert run.code == 0, run.err
+    theirs = gnu(["find", "files", "facts", "procedures", "-name", pattern], disk)
+    assert sorted(run.text.splitlines()) == sorted("/" + line for line in theirs.splitlines())
+    assert run.text
+
+
+def test_the_afi_subsystem_lists_with_the_same_globs(server: SshServer) -> None:
+    with SshClient(port=server.port, identity=server.keys["reader"]) as client:
+        names = [e.path for e in client.list("/files/docs", glob="[^a]*").entries]
+        assert names == ["/files/docs/long.txt", "/files/docs/sub"]
+        assert [e.path for e in client.list("/facts", glob="[^a]ky.md").entries] == ["/facts/sky.md"]
+        with pytest.raises(InvalidPath, match="backwards"):
+            client.list("/facts", glob="[z-a]*")
