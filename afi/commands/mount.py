@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,7 +50,6 @@ def mount(
     secret = _read_token(token)
     if not foreground:
         _detach()
-        return
     _serve(where, *resolve_store(db, root), secret, ro=ro, subtree=subtree, timeout=timeout)
 
 
@@ -70,22 +66,12 @@ def _read_token(token: Path | None) -> str | None:
 
 
 def _detach() -> None:
-    """Run this same command in the foreground of a new session; return once it has mounted."""
-    from afi.app.mount import DETACHED_ENV, MOUNTED
+    """Go on in a forked child of a new session (returning there); here, exit once it has mounted."""
+    from afi.app.mount import detach
 
-    argv = [sys.executable, "-c", "from afi.cli import main; main()", *sys.argv[1:], "--foreground"]
-    env = {**os.environ, DETACHED_ENV: "1"}
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    for line in proc.stdout:
-        if line.startswith(MOUNTED):
-            typer.echo(line.rstrip("\n"))
-            return
-    code = proc.wait()
-    sys.stderr.write(proc.stderr.read())
-    raise typer.Exit(code or 2)
+    code = detach()
+    if code is not None:
+        raise typer.Exit(code)
 
 
 def _serve(

@@ -8,6 +8,9 @@ ES256 are accepted, each only with a key of its own type: ``alg: none`` and HMAC
 use a public key as a shared secret) are refused before any key is looked up. ``exp``, ``iss`` and
 ``aud`` are required and checked; the space comes from a configurable claim (else the server's
 space), the scopes from another (a space-separated string or a list; unknown scopes are ignored).
+
+PyJWT and httpx load with the first issuer token verified: whatever names no issuer (a mount, the
+CLI, a server without ``--issuer``) starts without them.
 """
 
 from __future__ import annotations
@@ -15,15 +18,15 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
-import jwt
 
 from ...errors import RateLimited, Unauthorized
 from ...provider import SCOPES, Caller
 from .resource import SPACE_NAME
+
+if TYPE_CHECKING:
+    import jwt
 
 __all__ = ["ALGORITHMS", "IssuerConfig", "IssuerVerifier", "looks_like_jwt"]
 
@@ -79,6 +82,8 @@ class IssuerVerifier:
     def _client(self) -> jwt.PyJWKClient:
         """The JWKS client, once the metadata named the set; a failure is remembered for
         :data:`RETRY_SECONDS`, so the requests queued behind a slow issuer do not each wait for it."""
+        import jwt
+
         with self._lock:
             if self._jwks is None:
                 until, why = self._failed
@@ -100,6 +105,8 @@ class IssuerVerifier:
         Raises:
             RateLimited: no metadata answers, or it names another issuer or no JWKS (:func:`unreadable`).
         """
+        import httpx
+
         for url in metadata_urls(self.config.issuer):
             try:
                 answer = httpx.get(url, timeout=self.timeout, follow_redirects=False)
@@ -126,6 +133,8 @@ class IssuerVerifier:
                 for another audience or from another issuer; the message says which.
             RateLimited: the issuer's metadata or keys cannot be read now (slow, down, or garbage).
         """
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
