@@ -11,13 +11,12 @@ through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (p
 open handles (:mod:`.handles`), the files the mount holds itself (:mod:`.localfiles`: editors' temp
 files under names the provider refuses, and held files, whose content it refused at close, kept on
 disk by :mod:`.held`), entries, listings and their invalidation (:mod:`.cache`), file bytes to and
-from the provider (:mod:`.files`), attributes and what may change (:mod:`.setattrs`), and renames
-(:mod:`.moves`).
+from the provider (:mod:`.files`), stored at flush and close (:mod:`.stores`), attributes and who may
+change what (:mod:`.setattrs`), and renames (:mod:`.moves`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from collections.abc import Callable, Hashable
@@ -29,7 +28,7 @@ from afi.errors import AfiError, InvalidPath, NotFound, Unsupported
 from afi.model import Entry
 from afi.provider import Caller, Provider
 
-from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, log, mapped_errors
+from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, mapped_errors
 from .cache import Entries, Invalidator, cacheable
 from .files import Contents
 from .handles import DirHandle, Handles, ReadHandle, SearchHandle, TextHandle, WriteHandle
@@ -38,6 +37,7 @@ from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
 from .moves import Renames
 from .nodes import CONTROL_PATHS, NOT_STORED_PATH, SEARCH_PATH, Inodes, filesystem_stats, xattrs
 from .setattrs import Attributes, Changes
+from .stores import Stores
 
 __all__ = ["XATTRS", "AfiFS"]
 
@@ -98,6 +98,7 @@ class AfiFS(pyfuse3.Operations):
         self.attributes = Attributes(
             self.handles, self.entries, self.contents, self.changes, timeout=timeout, max_file=self.max_file
         )
+        self.stores = Stores(self.contents, self.locals, self.invalidator)
         self.renames = Renames(provider, self.call, self.inodes, self.handles, self.locals, self.invalidator)
 
     async def watch(self, every: float = 0.2) -> None:
@@ -380,7 +381,7 @@ class AfiFS(pyfuse3.Operations):
     async def flush(self, fh: int) -> None:
         handle = self.handles[fh]
         if isinstance(handle, WriteHandle) and handle.dirty:
-            await self._commit(handle)
+            await self.stores.commit(handle)
 
     @mapped_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -389,44 +390,9 @@ class AfiFS(pyfuse3.Operations):
     async def release(self, fh: int) -> None:
         handle = self.handles.get(fh)
         try:
-            if isinstance(handle, WriteHandle) and handle.dirty:
-                try:
-                    await self._commit(handle)
-                except AfiError as err:
-                    if handle.refused is None:  # else said just below
-                        log.warning("%s: %s: the last write was not stored: %s", handle.path, err.code, err.message)
-                except pyfuse3.FUSEError:
-                    pass  # ENOSPC, logged where it was decided
             if isinstance(handle, WriteHandle):
-                await self._settle(handle)
+                await self.stores.close(handle)
         finally:
             closed = self.handles.close(fh)
             if isinstance(closed, ReadHandle | WriteHandle):
                 self.locals.touch(closed.path)  # a memory-only file's idle time starts when it is closed
-
-    # -- shared steps ----------------------------------------------------------------------
-
-    async def _settle(self, handle: WriteHandle) -> None:
-        """The last close of a file: when the provider refused what it holds, say why, and where it is held."""
-        with contextlib.suppress(pyfuse3.FUSEError):  # ENOSPC, logged where it was decided
-            await self.contents.settle(handle)
-        if handle.refused is None:
-            return
-        if handle.path in self.locals:
-            log.warning("%s: not stored: %s (held at its path until rewritten or removed)", handle.path, handle.refused)
-            self.invalidator.refused(handle.path)
-        else:
-            log.warning("%s: not stored: %s", handle.path, handle.refused)
-            self.invalidator.refused(handle.path, gone=handle.local)  # a new file not held: gone
-
-    async def _commit(self, handle: WriteHandle) -> None:
-        """Store what ``handle`` holds (see :meth:`Contents.commit`)."""
-        self.invalidator.changed()
-        path = handle.path
-        try:
-            entry = await self.contents.commit(handle)
-        except (AfiError, pyfuse3.FUSEError):
-            self.invalidator.refused(path)
-            raise
-        if entry is not None:
-            self.invalidator.stored(path, entry)
