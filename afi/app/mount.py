@@ -1,4 +1,10 @@
-"""``afi mount``: the memory provider shown as a directory through the FUSE binding."""
+"""``afi mount``: the memory provider shown as a directory through the FUSE binding.
+
+Without ``--foreground`` the command checks the folder, then forks: the child, in a session of its
+own, opens the store and mounts; the parent returns once the child says it is mounted. So the parent
+loads nothing heavy, and the child does not start a second interpreter: the store, the provider,
+pyfuse3 and trio are imported once, where they are used (:func:`prepare_mount`, :meth:`PreparedMount.run`).
+"""
 
 from __future__ import annotations
 
@@ -6,21 +12,21 @@ import hashlib
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from afi import config
-from afi.auth.keys import LOCAL_OWNER
-from afi.bindings.fuse import AfiFS, HeldFolder, MountError, check_mountpoint, serve_mount
+from afi.bindings.fuse.mountpoint import MountError, check_mountpoint
 from afi.config import default_data_dir
-from afi.errors import InvalidPath
-from afi.paths import normalize
-from afi.provider import Caller
-from afi.storage.database import is_postgres_url, open_database, store_label
 
-from .local import open_provider
 from .mount_handshake import DETACHED_ENV, MOUNTED
+
+if TYPE_CHECKING:
+    from afi.bindings.fuse import AfiFS
+    from afi.provider import Caller
 
 __all__ = [
     "DETACHED_ENV",
@@ -29,6 +35,7 @@ __all__ = [
     "PreparedMount",
     "change_token",
     "check_mountpoint",
+    "detach",
     "held_folder",
     "mount_log",
     "prepare_mount",
@@ -38,6 +45,8 @@ __all__ = [
 def _beside_store(db: Path | str, suffix: str) -> Path:
     """Given the store, return ``<store file><suffix>`` beside a SQLite file, or, for PostgreSQL,
     ``postgres-<digest of the URL><suffix>`` in the per-user data folder (each machine has its own)."""
+    from afi.storage.database import is_postgres_url, store_label
+
     if isinstance(db, str) and is_postgres_url(db):
         digest = hashlib.sha256(store_label(db).encode("utf-8")).hexdigest()[:16]
         return default_data_dir() / f"postgres-{digest}{suffix}"
@@ -65,6 +74,8 @@ def change_token(db: Path | str) -> Callable[[], Hashable]:
     oldest transaction still running, since numbers are taken at insert and commits may come in another
     order: a write that took number 100 and commits after number 101 was seen moves that one instead.
     """
+    from afi.storage.database import is_postgres_url, open_database
+
     if isinstance(db, str) and is_postgres_url(db):
         database = open_database(db)
 
@@ -105,6 +116,9 @@ class PreparedMount:
     read_only: bool
 
     def run(self) -> None:
+        from afi.bindings.fuse import serve_mount
+        from afi.storage.database import store_label
+
         detached = config.mount_detached()
         log = mount_log(self.db)
 
@@ -123,6 +137,42 @@ class PreparedMount:
         serve_mount(self.fs, self.where, on_mounted=announce)
 
 
+def detach() -> int | None:
+    """Carry this mount on in a forked child, the leader of a new session, whose output comes here.
+
+    In the child, return ``None``: it goes on to mount, and says :data:`MOUNTED` once it is up. Here,
+    wait for that line: echo it and return 0; or, when the child ends first, echo what it said on
+    stderr and return its exit code (2 when it was signalled).
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    out_read, out_write = os.pipe()
+    # stderr goes to an unnamed file, not a pipe: however much the child says before it is up
+    # (warnings, a traceback), it never waits for this process to read it
+    with tempfile.TemporaryFile() as said:
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            os.dup2(out_write, 1)
+            os.dup2(said.fileno(), 2)
+            os.close(out_read)
+            os.close(out_write)
+            os.environ[DETACHED_ENV] = "1"
+            return None
+        os.close(out_write)
+        with os.fdopen(out_read, encoding="utf-8", errors="replace") as out:
+            for line in out:
+                if line.startswith(MOUNTED):
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    return 0
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        said.seek(0)
+        sys.stderr.write(said.read().decode("utf-8", "replace"))
+        sys.stderr.flush()
+    return code if code > 0 else 2
+
+
 def prepare_mount(
     where: Path, db: Path | str, root: Path, secret: str | None, *, ro: bool, subtree: str, timeout: float
 ) -> PreparedMount:
@@ -133,6 +183,13 @@ def prepare_mount(
 
     Raises an AfiError when the token is refused or ``subtree`` is not a folder.
     """
+    from afi.auth.keys import LOCAL_OWNER
+    from afi.bindings.fuse import AfiFS, HeldFolder
+    from afi.errors import InvalidPath
+    from afi.paths import normalize
+
+    from .local import open_provider
+
     subtree = normalize(subtree)
     info = {"mountpoint": str(where), "subtree": subtree, "read_only": ro, "pid": os.getpid()}
     provider = open_provider(db, root, manifest_extra={"x-fuse": info})

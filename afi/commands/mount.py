@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,16 +41,15 @@ def mount(
 
     Without -f it detaches once mounted and logs to <store file>.mount.log, beside the store.
     """
-    secret = _read_token(token)
-    if not foreground:  # the mount below checks MOUNTPOINT and says what is wrong with it
-        _detach()
-        return
     from afi.app.mount import MountError, check_mountpoint
 
     try:
         where = check_mountpoint(mountpoint)
     except MountError as err:
         raise _fail(str(err)) from None
+    secret = _read_token(token)
+    if not foreground:
+        _detach()
     _serve(where, *resolve_store(db, root), secret, ro=ro, subtree=subtree, timeout=timeout)
 
 
@@ -70,23 +66,12 @@ def _read_token(token: Path | None) -> str | None:
 
 
 def _detach() -> None:
-    """Run this same command in the foreground of a new session; return once it has mounted (its
-    refusal, a bad MOUNTPOINT or store, is relayed with its exit code)."""
-    from afi.app.mount_handshake import DETACHED_ENV, MOUNTED
+    """Go on in a forked child of a new session (returning there); here, exit once it has mounted."""
+    from afi.app.mount import detach
 
-    argv = [sys.executable, "-c", "from afi.cli import main; main()", *sys.argv[1:], "--foreground"]
-    env = {**os.environ, DETACHED_ENV: "1"}
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    for line in proc.stdout:
-        if line.startswith(MOUNTED):
-            typer.echo(line.rstrip("\n"))
-            return
-    code = proc.wait()
-    sys.stderr.write(proc.stderr.read())
-    raise typer.Exit(code or 2)
+    code = detach()
+    if code is not None:
+        raise typer.Exit(code)
 
 
 def _serve(

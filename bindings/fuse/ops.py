@@ -11,12 +11,12 @@ through :data:`afi.errors.ERRNO`. ``/.afi/search`` is the search control file (p
 open handles (:mod:`.handles`), the files the mount holds itself (:mod:`.localfiles`: editors' temp
 files under names the provider refuses, and held files, whose content it refused at close, kept on
 disk by :mod:`.held`), entries, listings and their invalidation (:mod:`.cache`), file bytes to and
-from the provider (:mod:`.files`), and renames (:mod:`.moves`).
+from the provider (:mod:`.files`), stored at flush and close (:mod:`.stores`), attributes and who may
+change what (:mod:`.setattrs`), and renames (:mod:`.moves`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from collections.abc import Callable, Hashable
@@ -24,19 +24,20 @@ from typing import Any
 
 import pyfuse3
 
-from afi.errors import AfiError, Forbidden, InvalidPath, NotFound, Unsupported
+from afi.errors import AfiError, InvalidPath, NotFound, Unsupported
 from afi.model import Entry
 from afi.provider import Caller, Provider
 
-from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, log, mapped_errors
+from .base import SEARCH_ENTRY, XATTRS, Calls, file_cap, fuse_error, mapped_errors
 from .cache import Entries, Invalidator, cacheable
 from .files import Contents
 from .handles import DirHandle, Handles, ReadHandle, SearchHandle, TextHandle, WriteHandle
 from .held import HeldFolder
 from .localfiles import LOCAL_BYTES, LOCAL_FILES, LOCAL_IDLE, LocalFiles
-from .moves import rename_path
-from .nodes import CONTROL_PATHS, NOT_STORED_PATH, SEARCH_PATH, Inodes, Node, attributes, filesystem_stats, xattrs
-from .setattrs import change_mode, truncate
+from .moves import Renames
+from .nodes import CONTROL_PATHS, NOT_STORED_PATH, SEARCH_PATH, Inodes, filesystem_stats, xattrs
+from .setattrs import Attributes, Changes
+from .stores import Stores
 
 __all__ = ["XATTRS", "AfiFS"]
 
@@ -93,6 +94,12 @@ class AfiFS(pyfuse3.Operations):
         self.entries = Entries(provider, self.call, self.inodes, self.locals, read_only=read_only, timeout=timeout)
         self.invalidator = Invalidator(self.inodes, self.entries, self.locals)
         self.contents = Contents(provider, self.call, self.inodes, self.locals)
+        self.changes = Changes(caller, read_only=read_only)
+        self.attributes = Attributes(
+            self.handles, self.entries, self.contents, self.changes, timeout=timeout, max_file=self.max_file
+        )
+        self.stores = Stores(self.contents, self.locals, self.invalidator)
+        self.renames = Renames(provider, self.call, self.inodes, self.handles, self.locals, self.invalidator)
 
     async def watch(self, every: float = 0.2) -> None:
         """Poll the change token; when the store changed, make the kernel ask again for what it holds.
@@ -118,7 +125,7 @@ class AfiFS(pyfuse3.Operations):
             if path not in CONTROL_PATHS and path not in self.locals:
                 self.inodes.remember(node, entry)
         node.lookups += 1
-        return self._attrs(node, entry)
+        return self.attributes.of(node, entry)
 
     async def forget(self, inode_list: Any) -> None:
         for ino, count in inode_list:
@@ -127,15 +134,15 @@ class AfiFS(pyfuse3.Operations):
     @mapped_errors
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
         node = self.inodes.node(inode)
-        return self._attrs(node, await self.entries.get(node.path))
+        return self.attributes.of(node, await self.entries.get(node.path))
 
     @mapped_errors
     async def setattr(self, inode: int, attr: Any, fields: Any, fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:
         node = self.inodes.node(inode)
         if fields.update_mode:
-            await change_mode(self, node, attr.st_mode)
+            await self.attributes.change_mode(node, attr.st_mode)
         if fields.update_size:
-            await truncate(self, node, attr.st_size, fh)
+            await self.attributes.truncate(node, attr.st_size, fh)
         return await self.getattr(inode)
 
     @mapped_errors
@@ -191,7 +198,7 @@ class AfiFS(pyfuse3.Operations):
             if node is None:
                 node = inodes.for_path(entry.path)
             if node.ino in dirty:
-                attr = self._attrs(node, entry)
+                attr = self.attributes.of(node, entry)
             else:
                 attr.st_ino = node.ino  # rows are shared by the handles of one listing: set just before use
             if not pyfuse3.readdir_reply(token, name, attr, index + 1):
@@ -209,7 +216,7 @@ class AfiFS(pyfuse3.Operations):
 
     @mapped_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
-        self._may_change()
+        self.changes.check()
         path = self.inodes.new_child(parent_inode, name)
         self.invalidator.changed()
         try:
@@ -219,11 +226,11 @@ class AfiFS(pyfuse3.Operations):
         node = self.inodes.for_path(path)
         self.inodes.remember(node, entry)
         node.lookups += 1
-        return self._attrs(node, entry)
+        return self.attributes.of(node, entry)
 
     @mapped_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
-        self._may_change()
+        self.changes.check()
         path = self.inodes.child(parent_inode, name)
         self.invalidator.changed()
         try:
@@ -236,7 +243,7 @@ class AfiFS(pyfuse3.Operations):
 
     @mapped_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
-        self._may_change()
+        self.changes.check()
         path = self.inodes.child(parent_inode, name)
         self.invalidator.changed()
         if self.locals.pop(path) is None:
@@ -250,34 +257,34 @@ class AfiFS(pyfuse3.Operations):
     async def rename(
         self, parent_old: int, name_old: bytes, parent_new: int, name_new: bytes, flags: int, ctx: Any
     ) -> None:
-        self._may_change()
+        self.changes.check()
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise fuse_error(errno.EINVAL)
         source = self.inodes.child(parent_old, name_old)
         destination = self.inodes.new_child(parent_new, name_new)
         self.invalidator.changed()
-        await rename_path(self, source, destination, keep=bool(flags & pyfuse3.RENAME_NOREPLACE))
+        await self.renames.rename(source, destination, keep=bool(flags & pyfuse3.RENAME_NOREPLACE))
 
     @mapped_errors
     async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
         """No symlinks: AFI has no verb that makes one (and the jail refuses them). EPERM, as symlink(2)
         answers where the file system does not support them."""
         self.inodes.new_child(parent_inode, name)
-        self._may_change()
+        self.changes.check()
         raise fuse_error(errno.EPERM)
 
     @mapped_errors
     async def link(self, inode: int, parent_inode: int, name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
         """No hard links: one AFI path is one file. EPERM, as link(2) answers where they are not supported."""
         self.inodes.new_child(parent_inode, name)
-        self._may_change()
+        self.changes.check()
         raise fuse_error(errno.EPERM)
 
     @mapped_errors
     async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any) -> pyfuse3.EntryAttributes:
         """Only regular files and folders: a FIFO, socket or device node is EPERM, as mknod(2) answers."""
         self.inodes.new_child(parent_inode, name)
-        self._may_change()
+        self.changes.check()
         raise fuse_error(errno.EPERM)
 
     # -- files -----------------------------------------------------------------------------
@@ -289,12 +296,12 @@ class AfiFS(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=self.handles.open(SearchHandle()), direct_io=True)
         if node.path == NOT_STORED_PATH:
             if flags & os.O_ACCMODE != os.O_RDONLY:
-                self._may_change(await self.entries.get(node.path))
+                self.changes.check(await self.entries.get(node.path))
             return pyfuse3.FileInfo(fh=self.handles.open(TextHandle(self.locals.listing())), direct_io=True)
         if flags & os.O_ACCMODE != os.O_RDONLY:
             # direct_io: this descriptor's reads come from its own buffer, the version its write will be
             # stored over (if_match), never from pages another descriptor wrote and may not store
-            self._may_change(await self.entries.get(node.path))
+            self.changes.check(await self.entries.get(node.path))
             return pyfuse3.FileInfo(
                 fh=self.handles.open_for_write(node, flags, local=node.path in self.locals), direct_io=True
             )
@@ -311,7 +318,7 @@ class AfiFS(pyfuse3.Operations):
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         path = self.inodes.new_child(parent_inode, name)
-        self._may_change(await self.entries.get(self.inodes.node(parent_inode).path))
+        self.changes.check(await self.entries.get(self.inodes.node(parent_inode).path))
         refused: InvalidPath | None = None
         try:
             existing: Entry | None = await self.entries.get(path)
@@ -323,7 +330,7 @@ class AfiFS(pyfuse3.Operations):
         if existing is not None:
             if flags & os.O_EXCL:
                 raise fuse_error(errno.EEXIST)
-            self._may_change(existing)
+            self.changes.check(existing)
             node = self.inodes.for_path(path)
             fh = self.handles.open_for_write(node, flags, local=node.path in self.locals)
         else:
@@ -335,7 +342,7 @@ class AfiFS(pyfuse3.Operations):
             node = self.inodes.for_path(path)
             fh = self.handles.open(WriteHandle(node.ino, path, buffer=bytearray(), dirty=True, local=True))
         node.lookups += 1
-        return pyfuse3.FileInfo(fh=fh, direct_io=True), self._attrs(node, existing)
+        return pyfuse3.FileInfo(fh=fh, direct_io=True), self.attributes.of(node, existing)
 
     @mapped_errors
     async def read(self, fh: int, off: int, size: int) -> bytes:
@@ -374,7 +381,7 @@ class AfiFS(pyfuse3.Operations):
     async def flush(self, fh: int) -> None:
         handle = self.handles[fh]
         if isinstance(handle, WriteHandle) and handle.dirty:
-            await self._commit(handle)
+            await self.stores.commit(handle)
 
     @mapped_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -383,56 +390,9 @@ class AfiFS(pyfuse3.Operations):
     async def release(self, fh: int) -> None:
         handle = self.handles.get(fh)
         try:
-            if isinstance(handle, WriteHandle) and handle.dirty:
-                try:
-                    await self._commit(handle)
-                except AfiError as err:
-                    if handle.refused is None:  # else said just below
-                        log.warning("%s: %s: the last write was not stored: %s", handle.path, err.code, err.message)
-                except pyfuse3.FUSEError:
-                    pass  # ENOSPC, logged where it was decided
             if isinstance(handle, WriteHandle):
-                await self._settle(handle)
+                await self.stores.close(handle)
         finally:
             closed = self.handles.close(fh)
             if isinstance(closed, ReadHandle | WriteHandle):
                 self.locals.touch(closed.path)  # a memory-only file's idle time starts when it is closed
-
-    # -- shared steps ----------------------------------------------------------------------
-
-    def _attrs(self, node: Node, entry: Entry) -> pyfuse3.EntryAttributes:
-        size = self.handles.buffered_size(node.ino)
-        return attributes(node.ino, entry, read_only=self.read_only, timeout=self.timeout, size=size)
-
-    def _may_change(self, entry: Entry | None = None) -> None:
-        """Refuse a change: EROFS on a read-only mount, EACCES without the write scope or on a read-only path."""
-        if self.read_only:
-            raise fuse_error(errno.EROFS)
-        self.caller.require("afi:write")
-        if entry is not None and "w" not in str(entry.attributes.get("permissions", "rw")):
-            raise Forbidden("this path is read-only", path=entry.path)
-
-    async def _settle(self, handle: WriteHandle) -> None:
-        """The last close of a file: when the provider refused what it holds, say why, and where it is held."""
-        with contextlib.suppress(pyfuse3.FUSEError):  # ENOSPC, logged where it was decided
-            await self.contents.settle(handle)
-        if handle.refused is None:
-            return
-        if handle.path in self.locals:
-            log.warning("%s: not stored: %s (held at its path until rewritten or removed)", handle.path, handle.refused)
-            self.invalidator.refused(handle.path)
-        else:
-            log.warning("%s: not stored: %s", handle.path, handle.refused)
-            self.invalidator.refused(handle.path, gone=handle.local)  # a new file not held: gone
-
-    async def _commit(self, handle: WriteHandle) -> None:
-        """Store what ``handle`` holds (see :meth:`Contents.commit`)."""
-        self.invalidator.changed()
-        path = handle.path
-        try:
-            entry = await self.contents.commit(handle)
-        except (AfiError, pyfuse3.FUSEError):
-            self.invalidator.refused(path)
-            raise
-        if entry is not None:
-            self.invalidator.stored(path, entry)

@@ -8,6 +8,9 @@ ES256 are accepted, each only with a key of its own type: ``alg: none`` and HMAC
 use a public key as a shared secret) are refused before any key is looked up. ``exp``, ``iss`` and
 ``aud`` are required and checked; the space comes from a configurable claim (else the server's
 space), the scopes from another (a space-separated string or a list; unknown scopes are ignored).
+
+PyJWT and httpx load with the first issuer token verified: whatever names no issuer (a mount, the
+CLI, a server without ``--issuer``) starts without them.
 """
 
 from __future__ import annotations
