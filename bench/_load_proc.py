@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,16 @@ class Server:
     def start(cls, name: str, db: Path, root: Path, extra: Sequence[str]) -> Server:
         """Run ``afi serve --port 0`` over db/root with ``extra`` options; return it once it answers."""
         argv = _afi("serve", "--host", "127.0.0.1", "--port", "0", "--db", str(db), "--root", str(root), *extra)
+        return cls._launch(name, argv)
+
+    @classmethod
+    def floor(cls, name: str, extra: Sequence[str]) -> Server:
+        """Run the floor (``bench/_load_floor.py``: a bare Starlette app, served as ``afi serve`` is) with
+        ``extra`` options (``--workers N``); return it once it answers."""
+        return cls._launch(name, [sys.executable, "-m", "bench._load_floor", *extra])
+
+    @classmethod
+    def _launch(cls, name: str, argv: list[str]) -> Server:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
         server = cls(name, argv, proc)
         lines: queue.Queue[str] = queue.Queue()
@@ -72,7 +83,7 @@ class Server:
                     server.url = line[len(_LISTENING) :].split()[0]
             while True:
                 try:
-                    if httpx.get(server.url + "/.afi/manifest.json", timeout=5).status_code == 200:
+                    if _every_worker_answers(server.url):
                         return server
                 except httpx.TransportError:
                     pass
@@ -92,6 +103,20 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+def _every_worker_answers(url: str, tries: int = 16) -> bool:
+    """Whether ``tries`` fresh connections at once each get the manifest: the kernel spreads new
+    connections over the workers' sockets, and a worker still starting holds its callers until it is up."""
+
+    def one() -> bool:
+        try:
+            return httpx.get(url + "/.afi/manifest.json", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    with ThreadPoolExecutor(tries) as pool:
+        return all(pool.map(lambda _: one(), range(tries)))
 
 
 def _process_tree(root: int) -> list[int]:

@@ -189,6 +189,8 @@ def run_phase(
         "errors_by_kind": tally.errors,
         "error_examples": tally.error_examples,
         "server_cpu_percent": 100 * (after["cpu_seconds"] - before["cpu_seconds"]) / elapsed,
+        # steadier than req/s on a shared machine: what each request cost, however long it waited for a core
+        "server_cpu_ms_per_request": 1000 * (after["cpu_seconds"] - before["cpu_seconds"]) / max(1, len(tally.samples)),
         "generator_cpu_percent": 100 * generator_cpu / elapsed,
         "resources_after": after,
         "resources_midway": tally.midway,

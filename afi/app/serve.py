@@ -41,9 +41,22 @@ from .local import open_provider
 from .mcp import mcp_http
 from .oauth import mount_auth
 
-__all__ = ["AppSpec", "Listen", "check_port", "end_with_supervisor", "open_server", "prebuild", "serve_workers"]
+__all__ = [
+    "WORKER_SILENCE_SECONDS",
+    "AppSpec",
+    "Listen",
+    "check_port",
+    "end_with_supervisor",
+    "open_server",
+    "prebuild",
+    "serve_workers",
+]
 
 stdout = Console(highlight=False)
+# How long a worker may leave its supervisor's health check unanswered before it is killed and spawned
+# again. uvicorn's 5 s is shorter than a worker's imports on a busy machine (12 s seen on 2 shared
+# cores): every worker was killed before it served, for ever. A hung worker is replaced after this.
+WORKER_SILENCE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -179,7 +192,7 @@ def serve_workers(spec: AppSpec, listen: Listen, workers: int) -> int:
     except Conflict as err:
         print(f"afi: {err.code}: {err.message}", file=sys.stderr, flush=True)
         return 2
-    config = listen.config(spec, workers=workers, factory=True)
+    config = listen.config(spec, workers=workers, factory=True, timeout_worker_healthcheck=WORKER_SILENCE_SECONDS)
     sockets = _worker_sockets(config, workers)
     _announce(sockets[0].getsockname(), spec)
     supervisor = _OneSocketEach(config, sockets=sockets)

@@ -301,3 +301,30 @@ def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
         assert not left, f"{len(left)} of 2 workers still run after their supervisor was killed"
         with pytest.raises(httpx.TransportError):
             httpx.get(server.url + "/.afi/manifest.json", timeout=2)
+
+
+_SLOW_WORKER_START = """\
+import sys, time
+if "--multiprocessing-fork" in sys.argv and "spawn_main" in open("/proc/self/cmdline", "rb").read().decode():
+    time.sleep(float(__import__("os").environ["AFI_TEST_WORKER_DELAY"]))
+"""
+
+
+def test_workers_that_take_longer_than_five_seconds_to_start_serve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine a worker's imports took 12 s; uvicorn's health check killed every worker that
+    had not answered within 5 s and spawned another, for ever, and --workers never served. A
+    sitecustomize delays each worker's start by 7 s here: both workers still serve, and are the first
+    two (none was killed and spawned again)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SLOW_WORKER_START)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("AFI_TEST_WORKER_DELAY", "7")
+    with start_afi_serve(tmp_path / "afi.db", tmp_path / "files", "--workers", "2", timeout=90) as server:
+        assert server.process is not None
+        first = _workers_of(server.process.pid)
+        for _ in range(16):  # a fresh connection each: the kernel spreads them over both workers' sockets
+            assert httpx.get(server.url + "/.afi/manifest.json", timeout=30).status_code == 200
+        assert len(first) == 2 and _workers_of(server.process.pid) == first, "no worker was killed and replaced"

@@ -33,6 +33,7 @@ FILES = 40
 ROUNDS = 2
 LOAD_NOTES = 300
 LOAD_SECONDS = 2
+MIX_KINDS = ("read", "stat", "list", "exact", "regex", "semantic")  # bench/_load_traffic.py's MIX
 
 
 def _bench(module: str, out: Path, *args: str) -> dict[str, Any]:
@@ -202,13 +203,17 @@ def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
             assert figures["lost_writes"] == 0
             assert figures["requests"] > 0 and _positive(figures["req_per_s"])
             assert figures["req_per_s"] == pytest.approx(figures["requests"] / figures["seconds"])
+            assert _positive(figures["server_cpu_ms_per_request"])
             latency = figures["latency_ms"]
             assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
             assert set(figures["by_kind"]) <= {"read", "stat", "list", "exact", "regex", "semantic", "write",
                                                "counter-read"}  # fmt: skip
             assert sum(k["count"] for k in figures["by_kind"].values()) == figures["requests"]
             assert figures["semantic_p50_ms"] == figures["by_kind"]["semantic"]["p50"]
-            assert set(figures["goals_met"]) == {"req_per_s", "p99_ms", "semantic_p50_ms", "errors", "lost_writes"}
+            assert set(figures["goals_met"]) == {
+                "req_per_s_vs_floor", "p99_vs_floor", "semantic_p50_vs_floor", "errors", "lost_writes"
+            }  # fmt: skip
+            assert set(figures["absolute_goals_met"]) == {"req_per_s", "p99_ms", "semantic_p50_ms"}
         write = config["phases"]["write"]
         assert write["writes_acked"] > 0 and write["by_kind"]["write"]["count"] == write["writes_acked"]
         before, after = write["counters_before"], write["counters_after"]
@@ -222,17 +227,58 @@ def test_load_figures_are_consistent(load_result: dict[str, Any]) -> None:
         assert load_result["configs"][names[1]]["resources"]["idle"]["processes"] > 2  # a supervisor and its workers
 
 
-def test_load_compares_workers_with_one_process(load_result: dict[str, Any]) -> None:
+def test_load_measures_each_server_beside_its_floor(load_result: dict[str, Any]) -> None:
+    """Each configuration's floor (a bare Starlette app served the same way) answered the same mix of
+    requests from the same clients, with as many processes as afi serve had; its ratios and goals are
+    the figures measured."""
+    goals = load_result["goals"]
+    assert goals["req_per_s_vs_floor"] > 0 and goals["p99_vs_floor"] > 0 and goals["semantic_p50_vs_floor"] > 0
+    assert load_result["goals_basis"]
+    for name, config in load_result["configs"].items():
+        floor = config["floor"]
+        assert floor["errors"] == 0, (name, floor["error_examples"])
+        assert floor["writers"] == 0 and floor["clients"] == load_result["clients"]
+        assert floor["requests"] > 0 and floor["req_per_s"] == pytest.approx(floor["requests"] / floor["seconds"])
+        assert set(floor["by_kind"]) == set(MIX_KINDS), "the floor is sent every kind of request of the mix"
+        assert sum(k["count"] for k in floor["by_kind"].values()) == floor["requests"]
+        latency = floor["latency_ms"]
+        assert 0 < latency["p50"] <= latency["p95"] <= latency["p99"] <= latency["max"]
+        assert sum(floor["resources"]["during"]["connections_by_process"]) == load_result["clients"]
+        assert floor["resources"]["after"]["processes"] == config["resources"]["idle"]["processes"]
+        assert set(config["vs_floor"]) == {"read", "write"}
+        for phase, ratios in config["vs_floor"].items():
+            figures = config["phases"][phase]
+            assert ratios["req_per_s"] == pytest.approx(figures["req_per_s"] / floor["req_per_s"])
+            assert ratios["p99_ms"] == pytest.approx(figures["latency_ms"]["p99"] / latency["p99"])
+            assert ratios["semantic_p50_ms"] == pytest.approx(figures["semantic_p50_ms"] / floor["semantic_p50_ms"])
+            cpu = figures["server_cpu_ms_per_request"], floor["server_cpu_ms_per_request"]
+            assert ratios["server_cpu_per_request"] == pytest.approx(cpu[0] / cpu[1])
+            met = figures["goals_met"]
+            assert met["req_per_s_vs_floor"] == (ratios["req_per_s"] >= goals["req_per_s_vs_floor"])
+            assert met["p99_vs_floor"] == (ratios["p99_ms"] <= goals["p99_vs_floor"])
+            assert met["semantic_p50_vs_floor"] == (ratios["semantic_p50_ms"] <= goals["semantic_p50_vs_floor"])
+
+
+def test_load_compares_each_server_with_its_floor_then_workers_with_one_process(load_result: dict[str, Any]) -> None:
     configs = load_result["configs"]
-    if len(configs) == 1:  # nothing to compare without --workers
-        assert load_result["comparisons"] == []
+    with_workers = len(configs) > 1
+    pairs = _compared(load_result, 3 * len(configs) + (7 if with_workers else 0))
+    in_run_order = sorted(configs, key=lambda name: name != "1 process")  # the file's keys are sorted
+    for index, config in enumerate(configs[name] for name in in_run_order):  # each beside its floor first
+        read, floor = config["phases"]["read"], config["floor"]
+        first = 3 * index
+        assert _same(pairs[first], read["req_per_s"], floor["req_per_s"])
+        assert _same(pairs[first + 1], read["latency_ms"]["p99"], floor["latency_ms"]["p99"])
+        assert _same(pairs[first + 2], read["semantic_p50_ms"], floor["semantic_p50_ms"])
+        assert "floor" in load_result["comparisons"][first]["baseline"]["label"]
+    if not with_workers:  # nothing more to compare without --workers
         return
-    pairs = _compared(load_result, 7)
     ours, base = configs[f"--workers {load_result['workers_requested']}"], configs["1 process"]
-    assert _same(pairs[0], ours["phases"]["read"]["req_per_s"], base["phases"]["read"]["req_per_s"])
-    assert _same(pairs[4], ours["phases"]["write"]["latency_ms"]["p99"], base["phases"]["write"]["latency_ms"]["p99"])
+    rest = pairs[3 * len(configs) :]
+    assert _same(rest[0], ours["phases"]["read"]["req_per_s"], base["phases"]["read"]["req_per_s"])
+    assert _same(rest[4], ours["phases"]["write"]["latency_ms"]["p99"], base["phases"]["write"]["latency_ms"]["p99"])
     pss = ours["resources"]["after_write"]["pss_mb"], base["resources"]["after_write"]["pss_mb"]
-    assert _same(pairs[6], *pss)
+    assert _same(rest[6], *pss)
 
 
 def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
