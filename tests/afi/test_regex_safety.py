@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import fnmatch
 import random
-from pathlib import Path
 
 import pytest
 
@@ -227,8 +226,8 @@ def test_globs_match_as_fnmatch_does() -> None:
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> MemoryProvider:
-    made = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+def provider(memory_provider: MemoryProvider) -> MemoryProvider:
+    made = memory_provider
     for k in range(30):
         made.write(OWNER, f"/files/docs/d{k:02}.txt", "\n".join(f"line {i} pine {k}" for i in range(40)).encode())
     made.write(OWNER, "/files/docs/long.txt", ("x" * 70_000 + "pine" + "y" * 70_000 + "pine\n").encode())
