@@ -21,7 +21,7 @@ import pytest
 
 # Fixtures that stand on a process: the embedded PostgreSQL, a browser.
 POSTGRES_FIXTURES = frozenset({"postgres_url", "postgres_databases", "pg_store_url"})
-PROCESS_FIXTURES = frozenset({"playwright", "browser", "afi_serve_process"})
+PROCESS_FIXTURES = frozenset({"playwright", "browser", "afi_serve_process", "ssh_served"})
 # Helpers that start processes: importing one puts the module's tests in the full suite.
 PROCESS_MODULES = frozenset({"subprocess", "multiprocessing"})
 PROCESS_HELPERS = frozenset(
