@@ -1,7 +1,10 @@
 # The two commands: `make run` (set up, then serve the memory on the embedded SQLite default)
-# and `make test` (set up, then lint, type-check and run the tests).
+# and `make test` (set up, then lint, type-check and run every test). `make check` is the fast lane:
+# lint, types and the tests that start no process (docs/testing.md).
 VENV ?= .venv
 ARGS ?=
+# pytest workers (pytest-xdist): one per core by default; JOBS=0 runs in this process, one test at a time.
+JOBS ?= auto
 PY := $(VENV)/bin/python
 # setuptools notes "Editable installation" on every editable install not laid out as src/ (ours maps
 # providers/ and bindings/ into afi.*, so it imports through a finder): information, not a problem, muted.
@@ -14,13 +17,16 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 NODE_PIN := 22.23.5
 NODE_RECENT := const [a, b] = process.versions.node.split('.').map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)
 
-.PHONY: run test setup system-deps node lint typecheck demo bench clean
+.PHONY: run test check setup system-deps node lint typecheck demo bench clean
 
 run: setup  ## make run ARGS="--port 9000 --ssh": ARGS go to afi serve
 	$(AFI) serve $(ARGS)
 
-test: setup node lint typecheck
-	$(VENV)/bin/pytest
+test: setup node lint typecheck  ## every test; files stay whole on one worker (module servers start once)
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
+
+check: setup lint typecheck  ## the fast lane: the tests that start no process (no CLI, server, PostgreSQL, browser)
+	$(VENV)/bin/pytest -n $(JOBS) -m "not process" -q
 
 setup: system-deps $(VENV)/.installed
 

@@ -1,18 +1,42 @@
-"""Shared fixtures: real ``afi serve`` processes (see :mod:`tests.support.servers`) and a provider.
+"""Shared fixtures (servers from the one factory in :mod:`tests.support.servers`, a provider, the
+embedded PostgreSQL) and the lanes (:mod:`tests.support.lanes`): ``make check`` runs the tests that
+start no process, ``make test`` all of them. docs/testing.md says which fixture to reach for.
 
 The helpers the fixtures stand on, and that tests import directly, live in ``tests/support/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.lanes import classify, forbid_processes, install_guard, slow_files_first
 from tests.support.postgres import Databases, postgres_server
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    install_guard()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    classify(items)
+    slow_files_first(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    with forbid_processes(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    with forbid_processes(item):
+        return (yield)
 
 
 def _keys(db: Path) -> Any:
@@ -23,7 +47,8 @@ def _keys(db: Path) -> Any:
 
 @pytest.fixture(scope="session")
 def afi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    """A real ``afi serve`` with keys: writer, reader and admin in space ``default``, other in ``other``."""
+    """The app ``afi serve`` builds, served in this process, with keys: writer, reader and admin in space
+    ``default``, other in ``other``."""
     base = tmp_path_factory.mktemp("afi-serve")
     db, root = base / "afi.db", base / "files"
     keys = _keys(db)
@@ -34,17 +59,45 @@ def afi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
         "other": keys.create(space="other", scopes=("afi:write",), name="other")[1],
     }
     keys.close()
-    with start_afi_serve(db, root) as server:
+    with serve_store(db, root) as server:
         server.tokens = tokens
         yield server
 
 
 @pytest.fixture(scope="session")
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    """A real ``afi serve`` without keys: on loopback, every caller is the local owner."""
+    """The app ``afi serve`` builds, served in this process, without keys: every caller is the local owner."""
     base = tmp_path_factory.mktemp("afi-open")
-    with start_afi_serve(base / "afi.db", base / "files") as server:
+    with serve_store(base / "afi.db", base / "files") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def afi_serve_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
+    """A real ``afi serve --port 0`` process without keys (the HTTP door's smoke test: the command starts,
+    announces where it listens and answers)."""
+    base = tmp_path_factory.mktemp("afi-process")
+    with serve_store(base / "afi.db", base / "files", process=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
+    """The app ``afi serve`` builds, served in this process, keyless, over a store of this module's own."""
+    base = tmp_path_factory.mktemp("afi-module")
+    with serve_store(base / "afi.db", base / "files") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def ssh_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real ``afi ssh --port 0`` for the module, over a store of its own, without connection or command
+    limits; keys ``writer``, ``reader`` (space ``default``), ``other`` (space ``other``) and ``stranger``
+    (unknown). See :class:`tests.support.ssh.SshServer`."""
+    from tests.support.ssh import ssh_server
+
+    with ssh_server(tmp_path_factory.mktemp("ssh"), "--conn-rate", "0", "--cmd-rate", "0") as running:
+        yield running
 
 
 @pytest.fixture
@@ -53,6 +106,15 @@ def memory_provider(tmp_path: Path) -> Any:
     from afi.providers.memory.provider import MemoryProvider
 
     return MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+
+
+@pytest.fixture
+def provider(tmp_path: Path, store_url: str) -> Any:
+    """A real MemoryProvider over a new store on each engine in turn (see ``store_url``), workspace in
+    ``tmp_path/files``. A module that seeds it overrides it: ``def provider(provider): ...``."""
+    from afi.providers.memory.provider import MemoryProvider
+
+    return MemoryProvider(store_url, tmp_path / "files")
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ The random cases are seeded, so a failure names a case that replays.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -208,8 +207,8 @@ def test_a_spent_budget_pauses_and_resuming_reaches_the_same_answer() -> None:
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> MemoryProvider:
-    made = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+def provider(memory_provider: MemoryProvider) -> MemoryProvider:
+    made = memory_provider
     for k in range(30):
         made.write(OWNER, f"/files/docs/d{k:02}.txt", "\n".join(f"line {i} pine {k}" for i in range(40)).encode())
     made.write(OWNER, "/files/docs/long.txt", ("x" * 70_000 + "pine" + "y" * 70_000 + "pine\n").encode())

@@ -479,6 +479,7 @@ HOSTILE_COMMANDS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_hostile_command_lines_exit_2_without_a_traceback(clean: Path, tmp_path: Path) -> None:
     db = tmp_path / "afi.db"
     LocalClient(MemoryProvider(db, tmp_path / "files"), OWNER).write("/facts/a.md", b"a fact")

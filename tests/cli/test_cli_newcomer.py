@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer.main
 from typer.core import TyperGroup
 from typer.testing import CliRunner
@@ -40,6 +41,7 @@ def _commands(group: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]
     return found
 
 
+@pytest.mark.slow
 def test_dash_h_is_help_on_every_command(tmp_path: Path) -> None:
     assert afi("-h", db=tmp_path / "afi.db").stdout == afi("--help", db=tmp_path / "afi.db").stdout
     shown = afi("token", "ssh", "add", "-h", db=tmp_path / "afi.db")

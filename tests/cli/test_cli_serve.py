@@ -50,9 +50,12 @@ def test_serve_refuses_a_public_address_without_keys(tmp_path: Path, host: str) 
     assert "refusing to listen" in result.stderr and "afi token create" in result.stderr
 
 
-def test_serve_announces_where_it_listens(open_server: AfiServer) -> None:
-    assert open_server.url.startswith("http://127.0.0.1:")
-    assert not open_server.url.endswith(":0")
+def test_serve_announces_where_it_listens(afi_serve_process: AfiServer) -> None:
+    """The HTTP door's smoke test through the command: it starts, says where it listens, and answers."""
+    assert afi_serve_process.url.startswith("http://127.0.0.1:")
+    assert not afi_serve_process.url.endswith(":0")
+    manifest = httpx.get(afi_serve_process.url + "/.afi/manifest.json")
+    assert manifest.status_code == 200 and manifest.json()["provider"] == "afi-memory", manifest.text
 
 
 def test_token_create_list_revoke(tmp_path: Path) -> None:

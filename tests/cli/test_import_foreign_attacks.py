@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_bundle import _counts
 from tests.support.cli import afi
 
@@ -166,6 +168,7 @@ def _store_text(db: Path) -> str:
     return "\n".join(str(r[0]) for r in rows)
 
 
+@pytest.mark.slow
 def test_hostile_foreign_sources_are_refused_or_read_only_inside(tmp_path: Path) -> None:
     failures: list[str] = []
     for n, (name, (case, extra)) in enumerate(CASES.items()):

@@ -260,11 +260,13 @@ def _trials(tmp_path: Path, name: str, source: Source, urls: Callable[[], str | 
     return figures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_kill_9_during_an_import_leaves_all_or_nothing_and_no_debris(name: str, tmp_path: Path) -> None:
     _trials(tmp_path, name, SOURCES[name], lambda: None)
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_markdown_import_into_postgresql(tmp_path: Path, postgres_databases: Databases) -> None:
     made: list[str] = []
 

@@ -6,11 +6,14 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 from tests.support.cli import afi
 
 
+@pytest.mark.slow
 def test_fork_restore_and_list_from_the_command_line(tmp_path: Path) -> None:
     db = tmp_path / "afi.db"
     assert afi("remember", "fact", "We deploy with a zebra canary", "--name", "deploy", db=db).returncode == 0

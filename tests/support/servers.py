@@ -1,8 +1,12 @@
-"""Real ``afi serve`` processes and in-thread uvicorn servers, on 127.0.0.1 only.
+"""The one server factory: ``afi serve`` over a store, on 127.0.0.1 only, in this process or in its own.
 
-``start_afi_serve`` runs the CLI in a subprocess (``--port 0``), reads the address it prints and
-waits until the manifest answers; ``serve_app_in_thread`` runs any ASGI app (a binding under test)
-on uvicorn in a thread. Both are context managers; the fixtures in ``tests/conftest.py`` wrap them.
+:func:`serve_store` is what fixtures call. By default it serves the app ``afi serve`` builds
+(HTTP, MCP at /mcp, the web page, OAuth) on uvicorn in a thread of the test process: real sockets,
+real HTTP, no process to start (the fast lane, ``make check``, runs these). With command-line
+options, or ``process=True``, it runs the real CLI in a subprocess (``--port 0``), reads the address
+it prints and waits until the manifest answers (:func:`start_afi_serve`). ``serve_app_in_thread``
+runs any ASGI app (a binding under test) the same way. All are context managers; the fixtures in
+``tests/conftest.py`` wrap them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,28 @@ def _pump(stream: Any, lines: queue.Queue[str]) -> None:
     for line in iter(stream.readline, ""):
         lines.put(line)
     stream.close()
+
+
+@contextmanager
+def serve_store(db: Path | str, root: Path, *args: str, process: bool = False) -> Iterator[AfiServer]:
+    """Serve ``db``/``root`` as ``afi serve`` does; yield the server once the manifest answers.
+
+    In this process unless ``process`` is set or command-line ``args`` are given (those go to a real
+    ``afi serve``): a test that reads the server's pid, kills it or reads what it prints asks for a process.
+    """
+    if process or args:
+        with start_afi_serve(db, root, *args) as running:
+            yield running
+        return
+    from afi.app.serve import AppSpec, Listen
+    from afi.auth.owner import ensure_owner_token
+    from afi.storage.database import is_postgres_url
+
+    ensure_owner_token(db)  # as the command does before it serves
+    app, _provider = AppSpec(db, root, mcp_stateless=is_postgres_url(str(db))).build()
+    with _uvicorn_in_thread(Listen(port=0).config(app, timeout_graceful_shutdown=5)) as url:
+        _await_ready(url, None, 30)
+        yield AfiServer(url=url, db=db, root=root)
 
 
 @contextmanager
@@ -93,7 +119,7 @@ def _await_address(
     raise RuntimeError(f"afi serve did not announce its address in {timeout} s: {_drain(errors)}")
 
 
-def _await_ready(url: str, proc: subprocess.Popen[str], timeout: float) -> None:
+def _await_ready(url: str, proc: subprocess.Popen[str] | None, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -101,7 +127,7 @@ def _await_ready(url: str, proc: subprocess.Popen[str], timeout: float) -> None:
                 return
         except httpx.TransportError:
             pass
-        if proc.poll() is not None:
+        if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"afi serve exited with {proc.returncode}")
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not answer in {timeout} s")
@@ -111,6 +137,13 @@ def _await_ready(url: str, proc: subprocess.Popen[str], timeout: float) -> None:
 def serve_app_in_thread(app: Any, *, lifespan: str = "off") -> Iterator[str]:
     """Run an ASGI app on uvicorn in a thread, on 127.0.0.1 with a free port; yield its base URL."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
+    with _uvicorn_in_thread(config) as url:
+        yield url
+
+
+@contextmanager
+def _uvicorn_in_thread(config: uvicorn.Config) -> Iterator[str]:
+    """Run uvicorn with ``config`` in a daemon thread; yield its base URL; stop it at the block's end."""
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

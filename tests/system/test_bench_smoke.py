@@ -334,6 +334,7 @@ def _notes_in(store: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0])
 
 
+@pytest.mark.slow
 def test_engines_builds_a_kept_store_once_and_measures_copies_of_it(tmp_path: Path) -> None:
     """``--store``: the first run builds the SQLite store there and says how fast; the next measures a
     copy of it (the kept store still holds its notes) and has no build rate to compare; a store of

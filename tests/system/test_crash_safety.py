@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.servers import start_afi_serve
 
@@ -89,6 +90,7 @@ def _orphans(root: Path) -> list[str]:
     return [name for name in os.listdir(folder) if name.startswith(".afi-tmp-")] if folder.exists() else []
 
 
+@pytest.mark.slow
 def test_kill_9_during_writes_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db, root = tmp_path / "afi.db", tmp_path / "files"
     acks = Acks()

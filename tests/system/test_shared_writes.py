@@ -174,6 +174,7 @@ def fuse_writer(mountpoint: Path, tally: Tally, seed: int) -> None:
         tally.ack("fuse", path)
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_if_match_counters_lose_nothing_across_processes(tmp_path: Path) -> None:
     db, root = tmp_path / "afi.db", tmp_path / "files"

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
 from afi.clients import LocalClient
 from afi.errors import AfiError
@@ -135,6 +136,7 @@ def _readable(path: str, body: bytes, kept: dict[str, set[bytes]]) -> bool:
     return any(text in data for data in kept.get(path, set()) | kept["notes"])
 
 
+@pytest.mark.slow
 def test_writers_during_gc_and_restore_lose_nothing_acknowledged(tmp_path: Path) -> None:
     db, root = tmp_path / "afi.db", tmp_path / "files"
     instants = _seed(db, root)

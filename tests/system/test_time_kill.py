@@ -155,18 +155,22 @@ def bundle(built: Path) -> Path:
     return built / "bundle"
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_bundle_import(tmp_path: Path, bundle: Path) -> None:
     _trials(tmp_path, "import", fresh, ["import", str(bundle)], "src")
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_space_fork(tmp_path: Path, built: Path) -> None:
     _trials(tmp_path, "fork", lambda folder: _copy(built, folder), ["space", "fork", "src", "dst"], "dst")
 
 
+@pytest.mark.slow
 def test_kill_9_during_gc(tmp_path: Path, built: Path) -> None:
     _trials(tmp_path, "gc", lambda folder: _copy(built, folder), ["gc", "--keep-days", "0"], "src")
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_markdown_import(tmp_path: Path) -> None:
     source = tmp_path / "notes"
     source.mkdir()

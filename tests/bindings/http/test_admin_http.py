@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from afi.auth.keys import KeyStore
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
               ("reader", "default", "afi:read"), ("other", "other", "afi:admin"))  # fmt: skip
     tokens = {name: keys.create(space=space, scopes=(scope,), name=name)[1] for name, space, scope in wanted}
     keys.close()
-    with start_afi_serve(base / "afi.db", base / "files") as running:
+    with serve_store(base / "afi.db", base / "files") as running:
         running.tokens = tokens
         yield running
 

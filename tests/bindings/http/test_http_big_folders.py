@@ -77,6 +77,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     return counter
 
 
+@pytest.mark.slow
 def test_listing_pages_visit_every_name_once_each_for_its_own_entries(big: tuple[str, Path], calls: Calls) -> None:
     url, folder = big
     names, pages, over = [], 0, []
@@ -130,6 +131,7 @@ def _search_all(url: str, calls: Calls, query: str) -> tuple[list[tuple[str, int
                 return found, works
 
 
+@pytest.mark.slow
 def test_search_pages_cost_a_slice_and_find_every_match_once(big: tuple[str, Path], calls: Calls) -> None:
     url, _ = big
     budget = SEARCH_REFRESH.files + 256  # the page's own slice, and the chunk that passes it

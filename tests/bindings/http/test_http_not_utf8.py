@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.hostile import BAD_UTF8, Tally
 from tests.support.http_raw import exchange
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 SEED_FILE = "/files/seed.txt"
 
@@ -25,7 +25,7 @@ SEED_FILE = "/files/seed.txt"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     base = tmp_path_factory.mktemp("afi-not-utf8")
-    with start_afi_serve(base / "afi.db", base / "files") as running:
+    with serve_store(base / "afi.db", base / "files") as running:
         assert httpx.put(running.url + "/afi/write", params={"path": SEED_FILE}, content=b"seed").status_code == 200
         yield running
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.support.http_raw import exchange
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 BAIT = "/files/bait.txt"
 MCP_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
@@ -102,7 +102,7 @@ def request(method: str, target: str, body: bytes, headers: list[tuple[str, str]
 @pytest.fixture(scope="module")
 def keyless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     base = tmp_path_factory.mktemp("afi-origins")
-    with start_afi_serve(base / "afi.db", base / "files") as server:
+    with serve_store(base / "afi.db", base / "files") as server:
         put = httpx.put(server.url + "/afi/write", params={"path": BAIT}, content=b"a bait file")
         assert put.status_code == 200, put.text
         yield server

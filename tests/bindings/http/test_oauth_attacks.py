@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from afi.storage.database import open_database
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 from .test_oauth_flow import REDIRECT, _fields, _pkce, approve, oauth_server, register, stat, tokens_for
 
@@ -60,7 +60,7 @@ def test_registration_is_bounded(server: AfiServer) -> None:
 
 
 def test_registration_is_rate_limited_per_address(tmp_path: Path) -> None:
-    with start_afi_serve(tmp_path / "afi.db", tmp_path / "files", "--rate", "2", "--burst", "5") as limited:
+    with serve_store(tmp_path / "afi.db", tmp_path / "files", "--rate", "2", "--burst", "5") as limited:
         started = time.monotonic()
         answers = [httpx.post(limited.url + "/oauth/register", json={"redirect_uris": [REDIRECT]}) for _ in range(40)]
         spent = time.monotonic() - started

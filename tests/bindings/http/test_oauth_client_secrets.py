@@ -22,7 +22,7 @@ import pytest
 
 from afi.auth.keys import KeyStore
 from afi.storage.database import open_database
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 from .test_oauth_flow import REDIRECT, _pkce, approve
 
@@ -52,7 +52,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     keys.close()
     (root / "default").mkdir(parents=True)
     legacy = _legacy_client(db, _LEGACY_AT_START)
-    with start_afi_serve(db, root) as running:
+    with serve_store(db, root) as running:
         running.tokens = {"admin": admin, _LEGACY_AT_START: legacy}
         yield running
 

@@ -31,7 +31,7 @@ from afi.auth.audit import AuditLog
 from afi.auth.keys import KeyStore
 from afi.storage.database import open_database
 from tests.support.mcp import run
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -51,7 +51,7 @@ def oauth_server(base: Path, hello: bytes, *args: str, db: str | None = None) ->
     }
     keys.close()
     (root / "default").mkdir(parents=True)
-    with start_afi_serve(store, root, *args) as running:
+    with serve_store(store, root, *args) as running:
         running.tokens = tokens
         httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=hello,
                   headers=bearer(tokens["writer"])).raise_for_status()  # fmt: skip
@@ -322,7 +322,7 @@ def test_a_token_is_bound_to_its_resource(server: AfiServer) -> None:
     assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["www-authenticate"]
     assert stat(server, spaced["access_token"], "/spaces/other/afi/stat").status_code in (200, 404)
     # another server on the same store: the token names this one's host and port, so it is refused there
-    with start_afi_serve(server.db, server.root) as twin:
+    with serve_store(server.db, server.root) as twin:
         other = httpx.get(twin.url + "/afi/stat", params={"path": "/"}, headers=bearer(spaced["access_token"]))
     assert other.status_code == 401 and "another server" in other.json()["error"]["message"]
     # a resource on another server is refused at /authorize

@@ -44,7 +44,7 @@ from tests.support.hostile_mcp import (
     tool_cases,
 )
 from tests.support.mcp import afi_mcp_command, run, sdk
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 SEED = 11
 CASES = 1000
@@ -181,7 +181,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     base = tmp_path_factory.mktemp("mcp-attacks")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AFI_MAX_FILE_SIZE", MAX_FILE)
-        with start_afi_serve(base / "afi.db", base / "files") as server:
+        with serve_store(base / "afi.db", base / "files") as server:
             yield server
 
 

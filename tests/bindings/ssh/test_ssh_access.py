@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,42 +17,36 @@ from tests.support.servers import stop_process
 from tests.support.ssh import OPTS, SshServer, add_key, keygen, ssh_server, start_afi
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    with ssh_server(tmp_path_factory.mktemp("ssh-access"), "--conn-rate", "0", "--cmd-rate", "0") as running:
-        yield running
-
-
-def test_a_key_attached_to_an_api_key_acts_as_its_principal(server: SshServer) -> None:
-    assert server.ssh("echo owned > /facts/whose.md").code == 0
-    line = server.ssh("ls -l /facts/whose.md").text
+def test_a_key_attached_to_an_api_key_acts_as_its_principal(ssh_served: SshServer) -> None:
+    assert ssh_served.ssh("echo owned > /facts/whose.md").code == 0
+    line = ssh_served.ssh("ls -l /facts/whose.md").text
     owner, group = line.split()[2:4]
     assert owner.startswith("key_") and group == "default"
 
 
-def test_unknown_and_revoked_keys_are_refused(server: SshServer, tmp_path: Path) -> None:
-    refused = server.ssh("ls /", key="stranger")
+def test_unknown_and_revoked_keys_are_refused(ssh_served: SshServer, tmp_path: Path) -> None:
+    refused = ssh_served.ssh("ls /", key="stranger")
     assert refused.code == 255 and "Permission denied" in refused.err and refused.out == b""
     late = keygen(tmp_path, "late")
-    store = SshKeyStore(server.db)
+    store = SshKeyStore(ssh_served.db)
     key_id = store.add(late.with_suffix(".pub").read_text(), scopes=("afi:read",)).id
-    server.keys["late"] = late
-    assert server.ssh("ls /", key="late").code == 0
+    ssh_served.keys["late"] = late
+    assert ssh_served.ssh("ls /", key="late").code == 0
     assert store.revoke(key_id)
-    assert server.ssh("ls /", key="late").code == 255
+    assert ssh_served.ssh("ls /", key="late").code == 255
 
 
-def test_another_space_sees_nothing_of_this_one(server: SshServer) -> None:
-    assert server.ssh("echo secret-canary > /facts/private.md").code == 0
-    other = server.ssh("cat /facts/private.md", key="other")
+def test_another_space_sees_nothing_of_this_one(ssh_served: SshServer) -> None:
+    assert ssh_served.ssh("echo secret-canary > /facts/private.md").code == 0
+    other = ssh_served.ssh("cat /facts/private.md", key="other")
     assert other.code == 2 and other.err.startswith("afi: /facts/private.md: not_found: ")
-    assert server.ssh("grep -r secret-canary /", key="other").code == 1
+    assert ssh_served.ssh("grep -r secret-canary /", key="other").code == 1
 
 
-def test_the_interactive_shell_has_a_prompt_line_editing_and_history(server: SshServer) -> None:
+def test_the_interactive_shell_has_a_prompt_line_editing_and_history(ssh_served: SshServer) -> None:
     # Typed keys: a backspace fixes a typo; the up arrow recalls the previous line.
     keys = b"cd /facts\r" + b"echx\x7fo first\r" + b"\x1b[A\r" + b"pwd\r" + b"exit\r"
-    cmd = ["ssh", "-tt", "-p", str(server.port), "-i", str(server.keys["writer"]), *OPTS, "127.0.0.1"]
+    cmd = ["ssh", "-tt", "-p", str(ssh_served.port), "-i", str(ssh_served.keys["writer"]), *OPTS, "127.0.0.1"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None
     for key in keys.split(b"\r")[:-1]:
@@ -178,17 +171,17 @@ def test_the_start_line_counts_active_keys_and_the_host_key_is_beside_each_store
 
 
 def test_revoking_every_key_does_not_let_a_keyless_caller_in_again(tmp_path: Path) -> None:
-    with ssh_server(tmp_path, "--conn-rate", "0") as server:
-        assert server.ssh("pwd", key="stranger").code == 255
+    with ssh_server(tmp_path, "--conn-rate", "0") as ssh_served:
+        assert ssh_served.ssh("pwd", key="stranger").code == 255
         from afi.auth.keys import KeyStore
 
-        for record in SshKeyStore(server.db).list():
-            SshKeyStore(server.db).revoke(record.id)
-        api = KeyStore(server.db)
+        for record in SshKeyStore(ssh_served.db).list():
+            SshKeyStore(ssh_served.db).revoke(record.id)
+        api = KeyStore(ssh_served.db)
         for key in api.list():
             api.revoke(key.id)
-        assert server.ssh("pwd", key="stranger").code == 255, "revoked keys still close the door"
-        server.keys["owner"] = keygen(tmp_path, "owner")
-        add_key(server.db, server.keys["owner"].with_suffix(".pub"), scopes=("afi:write",))
-        run = server.ssh("echo back > /facts/back.md; cat /facts/back.md", key="owner")
+        assert ssh_served.ssh("pwd", key="stranger").code == 255, "revoked keys still close the door"
+        ssh_served.keys["owner"] = keygen(tmp_path, "owner")
+        add_key(ssh_served.db, ssh_served.keys["owner"].with_suffix(".pub"), scopes=("afi:write",))
+        run = ssh_served.ssh("echo back > /facts/back.md; cat /facts/back.md", key="owner")
         assert run.code == 0 and "back" in run.text, run.err

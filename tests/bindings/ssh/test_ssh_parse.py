@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
 from afi.bindings.ssh.grep import bre_to_python, grep_query
 from afi.bindings.ssh.parse import Word, parse_line
 from afi.errors import InvalidPath
-from tests.support.ssh import OPTS, SshServer, ssh_server
+from tests.support.ssh import OPTS, SshServer
 
 
 def test_words_quotes_and_globs() -> None:
@@ -66,22 +65,16 @@ def test_plain_patterns_are_exact_queries_and_others_regex() -> None:
     assert re.search(regex["regex"], "a CAN here", re.I) and not re.search(regex["regex"], "canary", re.I)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    with ssh_server(tmp_path_factory.mktemp("ssh-rpc"), "--conn-rate", "0", "--cmd-rate", "0") as running:
-        yield running
-
-
-def _subsystem(server: SshServer, lines: list[str]) -> list[dict[str, object]]:
-    cmd = ["ssh", "-p", str(server.port), "-i", str(server.keys["writer"]), *OPTS, "-s", "127.0.0.1", "afi"]
+def _subsystem(ssh_served: SshServer, lines: list[str]) -> list[dict[str, object]]:
+    cmd = ["ssh", "-p", str(ssh_served.port), "-i", str(ssh_served.keys["writer"]), *OPTS, "-s", "127.0.0.1", "afi"]
     done = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_the_subsystem_answers_one_line_per_request_and_refuses_clearly(server: SshServer) -> None:
+def test_the_subsystem_answers_one_line_per_request_and_refuses_clearly(ssh_served: SshServer) -> None:
     answers = _subsystem(
-        server,
+        ssh_served,
         [
             json.dumps(
                 {"jsonrpc": "2.0", "id": 1, "method": "write", "params": {"path": "/files/r.txt", "text": "hi"}}
@@ -106,7 +99,7 @@ def test_the_subsystem_answers_one_line_per_request_and_refuses_clearly(server: 
     assert by_id[6]["error"]["data"]["code"] == "invalid_path"  # type: ignore[index]
 
 
-def test_an_unknown_subsystem_is_refused(server: SshServer) -> None:
-    cmd = ["ssh", "-p", str(server.port), "-i", str(server.keys["writer"]), *OPTS, "-s", "127.0.0.1", "shell"]
+def test_an_unknown_subsystem_is_refused(ssh_served: SshServer) -> None:
+    cmd = ["ssh", "-p", str(ssh_served.port), "-i", str(ssh_served.keys["writer"]), *OPTS, "-s", "127.0.0.1", "shell"]
     done = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "afi: unsupported: no subsystem 'shell'" in done.stderr

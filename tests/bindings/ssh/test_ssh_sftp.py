@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from afi.clients.ssh import SshClient
 from afi.errors import NotFound
-from tests.support.ssh import SshServer, ssh_server
+from tests.support.ssh import SshServer
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    with ssh_server(tmp_path_factory.mktemp("ssh-sftp"), "--conn-rate", "0", "--cmd-rate", "0") as running:
-        yield running
-
-
-def test_put_ls_rename_get_rm_mkdir_rmdir(server: SshServer, tmp_path: Path) -> None:
+def test_put_ls_rename_get_rm_mkdir_rmdir(ssh_served: SshServer, tmp_path: Path) -> None:
     payload = bytes(range(256)) * 300  # 76.8 kB: several SFTP write requests, binary
     (tmp_path / "up.bin").write_bytes(payload)
-    run = server.sftp(
+    run = ssh_served.sftp(
         "mkdir /files/up\n"
         "put up.bin /files/up/up.bin\n"
         "ls -l /files/up\n"
@@ -33,40 +26,40 @@ def test_put_ls_rename_get_rm_mkdir_rmdir(server: SshServer, tmp_path: Path) -> 
     assert run.code == 1  # the last get fails: /facts/note.md does not exist
     assert "up.bin" in run.text and f" {len(payload)} " in run.text
     assert (tmp_path / "back.bin").read_bytes() == payload
-    with SshClient(port=server.port, identity=server.keys["reader"]) as reader:
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["reader"]) as reader:
         assert reader.read("/files/up/moved.bin").data == payload
         with pytest.raises(NotFound):
             reader.stat("/files/up/up.bin")
-    done = server.sftp("rm /files/up/moved.bin\nrmdir /files/up\n", cwd=tmp_path)
+    done = ssh_served.sftp("rm /files/up/moved.bin\nrmdir /files/up\n", cwd=tmp_path)
     assert done.code == 0, done.err
-    with SshClient(port=server.port, identity=server.keys["reader"]) as reader, pytest.raises(NotFound):
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["reader"]) as reader, pytest.raises(NotFound):
         reader.stat("/files/up")
 
 
-def test_a_note_uploaded_over_sftp_is_remembered(server: SshServer, tmp_path: Path) -> None:
+def test_a_note_uploaded_over_sftp_is_remembered(ssh_served: SshServer, tmp_path: Path) -> None:
     (tmp_path / "n.md").write_text("Bob cycles to work every day.\n")
-    assert server.sftp("put n.md /facts/bob-commute.md\n", cwd=tmp_path).code == 0
-    found = server.ssh('search "how does Bob get to work"').text
+    assert ssh_served.sftp("put n.md /facts/bob-commute.md\n", cwd=tmp_path).code == 0
+    found = ssh_served.ssh('search "how does Bob get to work"').text
     assert "/facts/bob-commute.md" in found
 
 
-def test_a_read_only_key_cannot_upload_and_nothing_is_written(server: SshServer, tmp_path: Path) -> None:
+def test_a_read_only_key_cannot_upload_and_nothing_is_written(ssh_served: SshServer, tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_text("nope\n")
-    run = server.sftp("put x.txt /files/ro.txt\n", key="reader", cwd=tmp_path)
+    run = ssh_served.sftp("put x.txt /files/ro.txt\n", key="reader", cwd=tmp_path)
     assert run.code != 0
     assert "forbidden" in run.err or "Permission denied" in run.err
-    with SshClient(port=server.port, identity=server.keys["writer"]) as writer, pytest.raises(NotFound):
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["writer"]) as writer, pytest.raises(NotFound):
         writer.stat("/files/ro.txt")
-    history = server.sftp("mkdir /history/x\n", cwd=tmp_path)
+    history = ssh_served.sftp("mkdir /history/x\n", cwd=tmp_path)
     assert history.code != 0
-    memory_only = server.sftp("put x.txt /facts/sed1234\n", key="reader", cwd=tmp_path)
+    memory_only = ssh_served.sftp("put x.txt /facts/sed1234\n", key="reader", cwd=tmp_path)
     assert memory_only.code != 0 and "Permission denied" in memory_only.err, "a reader makes no memory-only file"
 
 
-def test_paths_outside_the_tree_are_refused(server: SshServer, tmp_path: Path) -> None:
-    run = server.sftp("get /etc/passwd pw\n", cwd=tmp_path)
+def test_paths_outside_the_tree_are_refused(ssh_served: SshServer, tmp_path: Path) -> None:
+    run = ssh_served.sftp("get /etc/passwd pw\n", cwd=tmp_path)
     assert run.code != 0 and not (tmp_path / "pw").exists()
-    climb = server.sftp("get /files/../../etc/passwd pw\n", cwd=tmp_path)
+    climb = ssh_served.sftp("get /files/../../etc/passwd pw\n", cwd=tmp_path)
     assert climb.code != 0 and not (tmp_path / "pw").exists()
 
 
@@ -82,15 +75,17 @@ def _sshfs_usable() -> bool:
 
 
 @pytest.mark.skipif(not _sshfs_usable(), reason="sshfs (Debian package sshfs) or /dev/fuse is not available")
-def test_sshfs_mounts_the_tree(server: SshServer, tmp_path: Path) -> None:
+def test_sshfs_mounts_the_tree(ssh_served: SshServer, tmp_path: Path) -> None:
     import subprocess
 
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     options = (
-        f"IdentityFile={server.keys['writer']},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes"
+        f"IdentityFile={ssh_served.keys['writer']},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes"
     )
-    subprocess.run(["sshfs", "-p", str(server.port), "-o", options, "127.0.0.1:/", str(mnt)], check=True, timeout=30)
+    subprocess.run(
+        ["sshfs", "-p", str(ssh_served.port), "-o", options, "127.0.0.1:/", str(mnt)], check=True, timeout=30
+    )
     try:
         (mnt / "files" / "fs.txt").write_text("through sshfs canary\n")
         assert (mnt / "files" / "fs.txt").read_text() == "through sshfs canary\n"
@@ -101,21 +96,21 @@ def test_sshfs_mounts_the_tree(server: SshServer, tmp_path: Path) -> None:
         assert {"facts", "files", "history", ".afi"} <= {p.name for p in mnt.iterdir()}
     finally:
         subprocess.run(["fusermount3", "-u", str(mnt)], check=True, timeout=30)
-    with SshClient(port=server.port, identity=server.keys["writer"]) as writer, pytest.raises(NotFound):
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["writer"]) as writer, pytest.raises(NotFound):
         writer.stat("/files/fs2.txt")
 
 
-def test_a_reader_sees_a_write_whose_close_has_not_arrived(server: SshServer) -> None:
+def test_a_reader_sees_a_write_whose_close_has_not_arrived(ssh_served: SshServer) -> None:
     """sshfs sends CLOSE after the program's close() returned, so a read can come first."""
     import asyncio
 
     import asyncssh
 
     async def scenario() -> bytes:
-        key = asyncssh.read_private_key(str(server.keys["writer"]))
+        key = asyncssh.read_private_key(str(ssh_served.keys["writer"]))
         async with (
             asyncssh.connect(
-                "127.0.0.1", port=server.port, client_keys=[key], known_hosts=None, username="agent"
+                "127.0.0.1", port=ssh_served.port, client_keys=[key], known_hosts=None, username="agent"
             ) as conn,
             conn.start_sftp_client() as sftp,
         ):
@@ -127,12 +122,12 @@ def test_a_reader_sees_a_write_whose_close_has_not_arrived(server: SshServer) ->
             return seen.encode() if isinstance(seen, str) else seen
 
     assert asyncio.run(scenario()) == b"written, not yet closed\n"
-    with SshClient(port=server.port, identity=server.keys["writer"]) as writer:
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["writer"]) as writer:
         assert writer.read("/files/early.txt").data == b"written, not yet closed\n"
         writer.delete("/files/early.txt")
 
 
-def test_lsetstat_never_reaches_a_host_file(server: SshServer, tmp_path: Path) -> None:
+def test_lsetstat_never_reaches_a_host_file(ssh_served: SshServer, tmp_path: Path) -> None:
     """``lsetstat@openssh.com`` (``chmod -h``, asyncssh's ``follow_symlinks=False``) fell through to
     asyncssh's own server method, which set the attributes of that path on the host: any key, a
     read-only one too, could chmod, truncate or re-date any file the server's user can. It is
@@ -148,10 +143,10 @@ def test_lsetstat_never_reaches_a_host_file(server: SshServer, tmp_path: Path) -
     before = os.stat(host_file)
 
     async def attempt(key: str) -> list[str]:
-        identity = asyncssh.read_private_key(str(server.keys[key]))
+        identity = asyncssh.read_private_key(str(ssh_served.keys[key]))
         answers = []
         async with (
-            asyncssh.connect("127.0.0.1", port=server.port, client_keys=[identity], known_hosts=None) as conn,
+            asyncssh.connect("127.0.0.1", port=ssh_served.port, client_keys=[identity], known_hosts=None) as conn,
             conn.start_sftp_client() as sftp,
         ):
             for target in (str(host_file), "/files/../../" + str(host_file)):
@@ -174,9 +169,9 @@ def test_lsetstat_never_reaches_a_host_file(server: SshServer, tmp_path: Path) -
     assert host_file.read_text() == "outside the tree\n"
 
     async def in_the_tree() -> bytes:
-        identity = asyncssh.read_private_key(str(server.keys["writer"]))
+        identity = asyncssh.read_private_key(str(ssh_served.keys["writer"]))
         async with (
-            asyncssh.connect("127.0.0.1", port=server.port, client_keys=[identity], known_hosts=None) as conn,
+            asyncssh.connect("127.0.0.1", port=ssh_served.port, client_keys=[identity], known_hosts=None) as conn,
             conn.start_sftp_client() as sftp,
         ):
             async with sftp.open("/files/cut.txt", "wb") as made:

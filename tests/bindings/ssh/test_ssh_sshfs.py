@@ -18,7 +18,7 @@ import pytest
 
 from afi.clients.ssh import SshClient
 from afi.errors import AfiError
-from tests.support.ssh import SshServer, ssh_server
+from tests.support.ssh import SshServer
 
 pytestmark = pytest.mark.skipif(
     shutil.which("sshfs") is None or shutil.which("fusermount3") is None or not os.access("/dev/fuse", os.W_OK),
@@ -27,15 +27,15 @@ pytestmark = pytest.mark.skipif(
 
 
 @contextmanager
-def sshfs(server: SshServer, mountpoint: Path, key: str = "writer") -> Iterator[Path]:
+def sshfs(ssh_served: SshServer, mountpoint: Path, key: str = "writer") -> Iterator[Path]:
     """Mount the server's tree with sshfs (its default caching options) at ``mountpoint``; always unmount."""
     mountpoint.mkdir()
     options = (
-        f"IdentityFile={server.keys[key]},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes,"
+        f"IdentityFile={ssh_served.keys[key]},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes,"
         "IdentitiesOnly=yes,fsname=afi-sftp"
     )
     subprocess.run(
-        ["sshfs", "-p", str(server.port), "-o", options, "127.0.0.1:/", str(mountpoint)], check=True, timeout=30
+        ["sshfs", "-p", str(ssh_served.port), "-o", options, "127.0.0.1:/", str(mountpoint)], check=True, timeout=30
     )
     try:
         yield mountpoint
@@ -44,14 +44,8 @@ def sshfs(server: SshServer, mountpoint: Path, key: str = "writer") -> Iterator[
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    with ssh_server(tmp_path_factory.mktemp("ssh-sshfs"), "--conn-rate", "0", "--cmd-rate", "0") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def mnt(server: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with sshfs(server, tmp_path_factory.mktemp("sshfs") / "m") as mounted:
+def mnt(ssh_served: SshServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with sshfs(ssh_served, tmp_path_factory.mktemp("sshfs") / "m") as mounted:
         yield mounted
 
 
@@ -69,26 +63,26 @@ def body(note: str) -> str:
     return note.split("\n---\n", 1)[1]
 
 
-def stored(server: SshServer, path: str) -> str:
+def stored(ssh_served: SshServer, path: str) -> str:
     """What the server stores at ``path``, read over another connection."""
-    with SshClient(port=server.port, identity=server.keys["reader"]) as reader:
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["reader"]) as reader:
         return reader.read(path).data.decode()
 
 
-def test_sed_in_place_edits_a_note(server: SshServer, mnt: Path) -> None:
+def test_sed_in_place_edits_a_note(ssh_served: SshServer, mnt: Path) -> None:
     sh("echo 'The deploy window is Tuesday' > facts/deploy.md", mnt)
     sh("sed -i 's/Tuesday/Thursday/' facts/deploy.md", mnt)
     assert body(sh("cat facts/deploy.md", mnt).stdout) == "The deploy window is Thursday\n"
-    assert body(stored(server, "/facts/deploy.md")) == "The deploy window is Thursday\n"
+    assert body(stored(ssh_served, "/facts/deploy.md")) == "The deploy window is Thursday\n"
     names = sh("ls -a facts", mnt).stdout.split()
     assert names.count("deploy.md") == 1 and not [n for n in names if n.startswith("sed")], names
 
 
-def test_a_save_that_writes_a_temp_file_and_renames_it_stores_the_note(server: SshServer, mnt: Path) -> None:
+def test_a_save_that_writes_a_temp_file_and_renames_it_stores_the_note(ssh_served: SshServer, mnt: Path) -> None:
     sh("echo 'pick the red one' > facts/save.md", mnt)
     sh("printf 'pick the blue one\\n' > facts/.save.md.tmp && mv facts/.save.md.tmp facts/save.md", mnt)
     assert body(sh("cat facts/save.md", mnt).stdout) == "pick the blue one\n"
-    assert body(stored(server, "/facts/save.md")) == "pick the blue one\n"
+    assert body(stored(ssh_served, "/facts/save.md")) == "pick the blue one\n"
     assert ".save.md.tmp" not in sh("ls -a facts", mnt).stdout.split()
 
 
@@ -125,12 +119,12 @@ print(bad)
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
 
 
-def test_a_temp_file_is_listed_readable_and_removable_but_never_stored(server: SshServer, mnt: Path) -> None:
+def test_a_temp_file_is_listed_readable_and_removable_but_never_stored(ssh_served: SshServer, mnt: Path) -> None:
     sh("printf 'scratch\\n' > facts/scratch.txt", mnt)
     assert "scratch.txt" in sh("ls facts", mnt).stdout.split()
     assert sh("cat facts/scratch.txt", mnt).stdout == "scratch\n"
     assert os.stat(mnt / "facts" / "scratch.txt").st_size == len("scratch\n")
-    with SshClient(port=server.port, identity=server.keys["writer"]) as other, pytest.raises(AfiError):
+    with SshClient(port=ssh_served.port, identity=ssh_served.keys["writer"]) as other, pytest.raises(AfiError):
         other.stat("/facts/scratch.txt")  # held by that session only
     sh("mv facts/scratch.txt facts/scratch2.txt", mnt)  # onto another refused name: still in memory
     assert sh("cat facts/scratch2.txt", mnt).stdout == "scratch\n"
@@ -138,7 +132,7 @@ def test_a_temp_file_is_listed_readable_and_removable_but_never_stored(server: S
     assert "scratch2.txt" not in sh("ls facts", mnt).stdout.split()
 
 
-def test_a_refusal_for_another_reason_stays_a_refusal(server: SshServer, mnt: Path, tmp_path: Path) -> None:
+def test_a_refusal_for_another_reason_stays_a_refusal(ssh_served: SshServer, mnt: Path, tmp_path: Path) -> None:
     sh(": > facts/empty.tmp", mnt)
     refused = sh("mv facts/empty.tmp facts/empty.md", mnt, check=False)
     assert refused.returncode != 0  # an empty note is refused: what it holds, not its name
@@ -147,7 +141,7 @@ def test_a_refusal_for_another_reason_stays_a_refusal(server: SshServer, mnt: Pa
     sh("rm facts/empty.tmp", mnt)
     history = sh("echo x > history/sed123", mnt, check=False)
     assert history.returncode != 0 and "Permission denied" in history.stderr, history.stderr
-    with sshfs(server, tmp_path / "ro", key="reader") as read_only:
+    with sshfs(ssh_served, tmp_path / "ro", key="reader") as read_only:
         denied = sh("echo x > facts/sedABC", read_only, check=False)
         assert denied.returncode != 0 and "Permission denied" in denied.stderr, denied.stderr
         assert "sedABC" not in sh("ls facts", read_only).stdout.split()

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from afi.auth.keys import KeyStore
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer, serve_store
 
 XSS = "\"'><script>alert(1)</script><img src=x onerror=alert(2)>"
 OWN_SCRIPTS = ("/ui/static/app.js", "/docs/static/swagger-ui-bundle.js", "/docs/static/docs.js")
@@ -94,7 +94,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
     }
     keys.close()
     (root / "default").mkdir(parents=True)
-    with start_afi_serve(db, root) as running:
+    with serve_store(db, root) as running:
         running.tokens = tokens
         yield running
 
@@ -269,7 +269,7 @@ def test_a_foreign_origin_cannot_write_in_keyless_mode(tmp_path: Path) -> None:
         ("GET", "/keys", {}),
         ("GET", "/audit", {}),
     ]
-    with start_afi_serve(tmp_path / "afi.db", tmp_path / "files") as keyless:
+    with serve_store(tmp_path / "afi.db", tmp_path / "files") as keyless:
         assert (
             httpx.put(keyless.url + "/afi/write", params={"path": "/files/keep.txt"}, content=b"keep").status_code
             == 200

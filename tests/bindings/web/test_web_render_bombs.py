@@ -10,15 +10,13 @@ it holds, render only what is within the bound, and show the rest as text.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from afi.bindings.web.markdown import RENDER_MAX_CHARS, RENDER_MAX_MARKS, markup_marks
 from tests.bindings.web.test_web_attacks import hostile_free
-from tests.support.servers import AfiServer, start_afi_serve
+from tests.support.servers import AfiServer
 
 SIZE = 256 * 1024
 TAIL = "\n<script>alert(1)</script> end"  # every bomb ends with a tag that must come back escaped
@@ -56,16 +54,9 @@ BOMBS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
-    base = tmp_path_factory.mktemp("render-bombs")
-    with start_afi_serve(base / "afi.db", base / "files") as running:
-        yield running
-
-
-def test_render_bombs_render_within_the_bound_and_show_as_text_past_it(server: AfiServer) -> None:
+def test_render_bombs_render_within_the_bound_and_show_as_text_past_it(module_server: AfiServer) -> None:
     failures, rendered = [], 0
-    with httpx.Client(base_url=server.url, timeout=300) as web:
+    with httpx.Client(base_url=module_server.url, timeout=300) as web:
         for name, bomb in BOMBS.items():
             text = bomb + TAIL
             path = f"/files/{name}.md"
@@ -84,10 +75,10 @@ def test_render_bombs_render_within_the_bound_and_show_as_text_past_it(server: A
     assert rendered == 1  # just-under
 
 
-def test_a_long_document_of_prose_still_renders(server: AfiServer) -> None:
+def test_a_long_document_of_prose_still_renders(module_server: AfiServer) -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert len(readme) <= RENDER_MAX_CHARS and markup_marks(readme) <= RENDER_MAX_MARKS, "the README renders"
-    put = httpx.put(server.url + "/afi/write", params={"path": "/files/README.md"}, content=readme.encode())
+    put = httpx.put(module_server.url + "/afi/write", params={"path": "/files/README.md"}, content=readme.encode())
     assert put.status_code == 200
-    page = httpx.get(server.url + "/ui/browse", params={"path": "/files/README.md"}, timeout=60)
+    page = httpx.get(module_server.url + "/ui/browse", params={"path": "/files/README.md"}, timeout=60)
     assert page.status_code == 200 and '<article class="content">' in page.text and "<h2" in page.text

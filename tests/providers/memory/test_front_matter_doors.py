@@ -124,6 +124,7 @@ def test_ssh_write_refuses_every_hostile_front_matter_clearly(doors: Doors) -> N
     assert _stored(doors) == []
 
 
+@pytest.mark.slow
 def test_import_of_a_markdown_folder_refuses_every_hostile_front_matter_naming_the_file(tmp_path: Path) -> None:
     failures = []
     cases = [(n, case, front, code, word) for n, (case, front, code, _, word) in enumerate(CASES) if word is not None]

@@ -8,6 +8,8 @@ import signal
 import threading
 from pathlib import Path
 
+import pytest
+
 from afi.model import SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
@@ -22,6 +24,7 @@ def _descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.slow
 def test_touching_hundreds_of_spaces_keeps_a_bounded_set_open(tmp_path: Path) -> None:
     provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
     first = _caller("s0")

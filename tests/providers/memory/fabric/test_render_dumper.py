@@ -29,6 +29,7 @@ def test_libyaml_is_available_and_used_for_plain_notes() -> None:
     assert R._dumper_for({"tags": ["café"]}) is R._Dumper
 
 
+@pytest.mark.slow
 def test_rendering_is_byte_identical_to_the_python_emitter(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(5)
     for i in range(3000):

@@ -141,10 +141,10 @@ def test_a_file_is_read_a_piece_at_a_time(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> MemoryProvider:
+def provider(provider: MemoryProvider, tmp_path: Path) -> MemoryProvider:
     """Big, binary and non-UTF-8 files put on disk, beside a small one written through the provider;
     on SQLite, then on PostgreSQL."""
-    made = MemoryProvider(store_url, tmp_path / "files")
+    made = provider
     made.write(OWNER, "/files/small.txt", b"a needle in a small file\n")
     root = tmp_path / "files" / "default"
     (root / "big").mkdir(parents=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -39,11 +38,6 @@ def names(provider: MemoryProvider, path: str) -> list[str]:
 def count(url: str, sql: str) -> int:
     with open_database(url).read() as conn:
         return int(conn.execute(sql).fetchone()[0])
-
-
-@pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 def test_each_instant_shows_the_files_as_they_stood(provider: MemoryProvider) -> None:

@@ -8,7 +8,6 @@ never answers with them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,6 @@ from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 
 OWNER = Caller(principal="local", space="default")
-
-
-@pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 def file_notes(provider: MemoryProvider) -> dict[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,9 @@ READER = Caller(principal="r", space="default", scopes=frozenset({"afi:read"}))
 
 
 @pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
-    p = MemoryProvider(store_url, tmp_path / "files")
+def provider(provider: MemoryProvider) -> Iterator[MemoryProvider]:
+    """The shared provider (each engine in turn), holding one conversation."""
+    p = provider
     p.ledger_write(OWNER, "append", "s1", {"messages": [
         {"role": "user", "text": "We roll out with a canary", "entry_id": "m1", "timestamp": "2026-01-01T00:00:00Z"},
         {"role": "assistant", "text": "Canary first, then\nthe fleet", "entry_id": "m2",

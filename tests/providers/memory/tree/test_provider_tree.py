@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,6 @@ from afi.providers.memory.provider import MemoryProvider
 OWNER = Caller(principal="local", space="default")
 READER = Caller(principal="reader", space="default", scopes=frozenset({"afi:read"}))
 OTHER = Caller(principal="other", space="other")
-
-
-@pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 def names(entries: list[Entry]) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,11 +22,6 @@ from tests.support.servers import start_afi_serve
 OWNER = Caller(principal="local", space="default")
 EVIL = Caller(principal="local", space="evil")
 SECRET = b"outside secret: the root password is hunter2\n"
-
-
-@pytest.fixture
-def provider(tmp_path: Path, store_url: str) -> Iterator[MemoryProvider]:
-    yield MemoryProvider(store_url, tmp_path / "files")
 
 
 @pytest.fixture

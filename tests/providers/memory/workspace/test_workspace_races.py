@@ -41,10 +41,9 @@ def jail_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> Iterator[MemoryProvider]:
-    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
-    provider.write(OWNER, "/files/d/keep.txt", b"inside")
-    yield provider
+def provider(memory_provider: MemoryProvider) -> Iterator[MemoryProvider]:
+    memory_provider.write(OWNER, "/files/d/keep.txt", b"inside")
+    yield memory_provider
 
 
 @pytest.fixture
