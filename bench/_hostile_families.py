@@ -170,7 +170,7 @@ def cross_resource_tokens(target: Target) -> None:
     from tests.bindings.http.test_oauth_flow import bearer, oauth_server, tokens_for
 
     (target.scratch / "oauth").mkdir()
-    with oauth_server(target.scratch / "oauth", b"hello\n") as server:
+    with oauth_server(target.scratch / "oauth", b"hello\n", process=True) as server:
         meter = Meter(server, target.log)
         try:
             issued = [("/spaces/other/mcp", "/spaces/other", "other-admin"), ("/mcp", "", "admin")]

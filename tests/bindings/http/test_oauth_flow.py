@@ -37,10 +37,12 @@ REDIRECT = "http://127.0.0.1:9/callback"
 
 
 @contextlib.contextmanager
-def oauth_server(base: Path, hello: bytes, *args: str, db: str | None = None) -> Iterator[AfiServer]:
-    """``afi serve`` (with ``args``) on a new store (``db``, else a SQLite file in ``base``) with an admin,
-    a writer and another space's admin key (by those names in ``tokens``), and ``/files/hello.txt``
-    holding ``hello``."""
+def oauth_server(
+    base: Path, hello: bytes, *args: str, db: str | None = None, process: bool = False
+) -> Iterator[AfiServer]:
+    """``afi serve`` (with ``args``; with ``process``, in a process of its own) on a new store (``db``,
+    else a SQLite file in ``base``) with an admin, a writer and another space's admin key (by those
+    names in ``tokens``), and ``/files/hello.txt`` holding ``hello``."""
     store: Path | str = db if db is not None else base / "afi.db"
     root = base / "files"
     keys = KeyStore(store)
@@ -51,7 +53,7 @@ def oauth_server(base: Path, hello: bytes, *args: str, db: str | None = None) ->
     }
     keys.close()
     (root / "default").mkdir(parents=True)
-    with serve_store(store, root, *args) as running:
+    with serve_store(store, root, *args, process=process) as running:
         running.tokens = tokens
         httpx.put(running.url + "/afi/write", params={"path": "/files/hello.txt"}, content=hello,
                   headers=bearer(tokens["writer"])).raise_for_status()  # fmt: skip

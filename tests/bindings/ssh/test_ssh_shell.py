@@ -281,6 +281,7 @@ def test_standard_input_arrives_whole_whatever_its_size(server: SshServer, size:
     assert len(stored) == size and stored == blob
     piped = server.ssh("wc -c", stdin=blob)
     assert piped.text.split()[0] == str(size)
+    assert server.ssh(f"rm /files/whole-{size}.bin").code == 0  # the module's other tests list /files
 
 
 @pytest.mark.parametrize("pattern", ["[^as]*", "[!as]*", "alph[a]\\.txt", "*.[mt][dx]*", "[a-g]*", "?ky.md"])
