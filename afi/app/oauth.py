@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
-from afi.auth.oauth.client_metadata import ClientMetadataPolicy
+from afi.auth.oauth.client_policy import ClientMetadataPolicy
 from afi.auth.oauth.issuer import IssuerConfig
 from afi.auth.oauth.server import AfiAuthorizationServer
 from afi.bindings.http.oauth import mount_oauth
@@ -21,7 +21,7 @@ __all__ = ["mount_auth"]
 
 
 def mount_auth(
-    app: FastAPI, db: Path | str, *, space: str | None, issuer: IssuerConfig | None, builtin: bool,
+    app: Starlette, db: Path | str, *, space: str | None, issuer: IssuerConfig | None, builtin: bool,
     client_metadata: ClientMetadataPolicy | None = None,
 ) -> None:  # fmt: skip
     """Given the app, its store and ``afi serve``'s options, serve the authorization server it asks for."""

@@ -17,29 +17,31 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
 from rich.console import Console
+from starlette.applications import Starlette
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import Process
 
-from afi.auth.oauth.client_metadata import ClientMetadataPolicy
+from afi.auth.oauth.client_policy import ClientMetadataPolicy
 from afi.auth.oauth.issuer import IssuerConfig
+from afi.auth.oauth.paths import MCP_PATHS, OAUTH_PATHS
+from afi.auth.oauth.resource import name_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.bindings.http import Limits, ServerConfig, create_app, default_max_connections
-from afi.bindings.mcp import mount_mcp
+from afi.bindings.http.deferred import DeferredDoors
 from afi.bindings.web import mount_web
 from afi.errors import Conflict
 from afi.providers.memory.provider import MemoryProvider
 from afi.storage.database import store_label
 
 from .local import open_provider
-from .mcp import mcp_http
-from .oauth import mount_auth
 
 __all__ = [
     "WORKER_SILENCE_SECONDS",
@@ -75,23 +77,48 @@ class AppSpec:
     oauth: bool = True  # serve the built-in authorization server (without an issuer)
     client_metadata: ClientMetadataPolicy = field(default_factory=ClientMetadataPolicy)  # CIMD fetches
 
-    def build(self) -> tuple[FastAPI, MemoryProvider]:
-        """Open the provider over the store and return the app serving it, with the provider."""
+    def build(self, *, wait: bool = False) -> tuple[FastAPI, MemoryProvider]:
+        """Open the provider over the store and return the app serving it, with the provider.
+
+        The MCP endpoint and the built-in authorization server load once the app has started, so the
+        other doors answer meanwhile (:class:`~afi.bindings.http.deferred.DeferredDoors`); ``wait``
+        loads them before it serves.
+        """
         provider = open_provider(self.db, self.root, keys=True, issuer=self.issuer)
         limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
         mount_web(app)
-        mount_auth(
-            app, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth, client_metadata=self.client_metadata
-        )
-        if self.mcp:
-            names: Any = self.tool_names
-            http = mcp_http(
-                provider, self.db, tool_names=names, stateless=self.mcp_stateless, rate_limit=limiter, space=self.space
-            )
-            mount_mcp(app, http)
+        builtin = self.oauth and self.issuer is None
+        name_servers(app, issuer=self.issuer.issuer if self.issuer else None, builtin=builtin)
+        paths = (OAUTH_PATHS if builtin else ()) + (MCP_PATHS if self.mcp else ())
+        if paths:
+            named = (("the MCP endpoint", self.mcp), ("the authorization server", builtin))
+            what = " and ".join(name for name, served in named if served)
+            doors = partial(self.doors, provider, limiter)
+            DeferredDoors(doors, paths, what=what, wait=wait).mount(app)
         return app, provider
+
+    def doors(self, provider: MemoryProvider, limiter: RateLimiter | None) -> Starlette:
+        """The doors made of the MCP SDK (the MCP endpoint, the built-in authorization server) on an app of
+        their own, whose routes the served app hands requests to."""
+        from .mcp import mcp_http
+        from .oauth import mount_auth
+
+        doors = Starlette()
+        mount_auth(
+            doors, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth,
+            client_metadata=self.client_metadata,
+        )  # fmt: skip
+        if self.mcp:
+            from afi.bindings.mcp import mount_mcp
+
+            http = mcp_http(
+                provider, self.db, tool_names=self.tool_names, stateless=self.mcp_stateless, rate_limit=limiter,
+                space=self.space,
+            )  # fmt: skip
+            mount_mcp(doors, http)
+        return doors
 
     def __call__(self) -> FastAPI:
         end_with_supervisor()
@@ -173,13 +200,19 @@ def _announce(name: tuple[Any, ...], spec: AppSpec) -> None:
 
 
 def prebuild(spec: AppSpec) -> None:
-    """Build the app once, in a throwaway thread (whose SQLite connections end with it), and drop it.
+    """Build the app and its doors once, in a throwaway thread (whose SQLite connections end with it),
+    and drop them.
 
     Before workers start: a store that cannot open fails here, and its tables exist before the
     workers race to create them.
     """
+
+    def build() -> None:
+        _, provider = spec.build()
+        spec.doors(provider, None)
+
     with ThreadPoolExecutor(1) as once:
-        once.submit(spec.build).result()
+        once.submit(build).result()
 
 
 def serve_workers(spec: AppSpec, listen: Listen, workers: int) -> int:

@@ -18,7 +18,7 @@ from .options import DbOption, RootOption, resolve_db, resolve_root
 from .ssh import refusals
 
 if TYPE_CHECKING:
-    from ..auth.oauth.client_metadata import ClientMetadataPolicy
+    from ..auth.oauth.client_policy import ClientMetadataPolicy
     from ..auth.oauth.issuer import IssuerConfig
 
 __all__ = ["is_loopback", "register"]
@@ -188,7 +188,7 @@ def _issuer(
 
 def _client_metadata(enabled: bool, hosts: list[str], ca_file: Path | None) -> ClientMetadataPolicy:
     """Check the client-metadata options; return the policy they make."""
-    from ..auth.oauth.client_metadata import ClientMetadataPolicy
+    from ..auth.oauth.client_policy import ClientMetadataPolicy
 
     if not enabled and (hosts or ca_file):
         _refuse("--client-metadata-allow-host and --client-metadata-ca have no use with --no-client-metadata")

@@ -39,8 +39,9 @@ from starlette.routing import Route
 from afi.auth.door import Door
 from afi.auth.oauth.client_auth import HashedSecretAuthenticator
 from afi.auth.oauth.client_metadata import ClientMetadataError, is_document_client
-from afi.auth.oauth.resource import named_servers
-from afi.auth.oauth.server import BASE_URL, CONSENT_PATH, GRANTABLE, AfiAuthorizationServer
+from afi.auth.oauth.paths import AS_METADATA_PATH, CONSENT_PATH
+from afi.auth.oauth.resource import name_servers, named_servers
+from afi.auth.oauth.server import BASE_URL, GRANTABLE, AfiAuthorizationServer
 from afi.errors import AfiError, Forbidden
 from afi.provider import Caller
 
@@ -48,7 +49,6 @@ from .consent import CSRF_COOKIE, consent_headers, render_consent, render_refusa
 
 __all__ = ["AS_METADATA_PATH", "OAuthRoutes", "mount_oauth", "named_servers"]
 
-AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 MAX_REGISTRATION_BYTES = 16 * 1024
 _STATUS = {"unauthorized": 401, "forbidden": 403, "rate_limited": 429}
 
@@ -282,7 +282,6 @@ def _redirect(target: str, redirect_uri: str) -> RedirectResponse:
 
 def mount_oauth(app: Starlette, server: AfiAuthorizationServer | None, *, issuer: str | None = None) -> None:
     """Serve the built-in authorization server on ``app`` (None: only name ``issuer`` in the metadata)."""
-    app.state.afi_issuer = issuer
-    app.state.afi_oauth = server is not None
+    name_servers(app, issuer=issuer, builtin=server is not None)
     if server is not None:
         app.router.routes[0:0] = OAuthRoutes(server).routes()

@@ -15,18 +15,17 @@ from fastapi import APIRouter, Body, Header, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from afi.auth.oauth.resource import advertised_scopes
+from afi.auth.oauth.paths import METADATA_PATH
+from afi.auth.oauth.resource import advertised_scopes, named_servers
 from afi.errors import InvalidPath, NotFound
 from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER, DeleteResult, Entry, MatchPage, Page, SearchRequest, dump
 
 from ..offload import offload, search_lane
 from .door import PathQ, Served, Who, door_of
 from .errors import error_response
-from .oauth import named_servers
 
 __all__ = ["METADATA_PATH", "metadata_router", "router"]
 
-METADATA_PATH = "/.well-known/oauth-protected-resource"
 _RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
 _BEYOND = 10**18  # past any file; a longer number is not parsed (int() refuses over 4,300 digits)
 

@@ -28,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from afi.auth.door import Door, InvalidToken, is_loopback_origin, one_header
+from afi.auth.oauth.paths import METADATA_PATH
 from afi.auth.oauth.resource import advertised_scopes, named_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
@@ -38,7 +39,6 @@ from .sessions import SCOPE_KEY, Mode, RequestInfo
 
 __all__ = ["METADATA_PATH", "McpHttp", "mount_mcp"]
 
-METADATA_PATH = "/.well-known/oauth-protected-resource"
 SESSION_HEADER = "mcp-session-id"
 IDEMPOTENCY_HEADER = "x-mcp-idempotency-key"
 STATELESS_HEADER = "x-mcp-stateless"

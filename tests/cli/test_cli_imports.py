@@ -82,6 +82,19 @@ def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
         assert names.isdisjoint(servers), (args, sorted(names & servers))
 
 
+def test_building_the_served_app_loads_no_mcp_sdk(tmp_path: Path) -> None:
+    """What ``afi serve`` does before it listens: the MCP SDK (and httpx, which it brings) load afterwards,
+    with the MCP endpoint and the authorization server (:mod:`afi.bindings.http.deferred`)."""
+    script = (
+        "import sys; from pathlib import Path; from afi.app.serve import AppSpec; "
+        f"AppSpec(Path({str(tmp_path / 'afi.db')!r}), Path({str(tmp_path / 'files')!r})).build(); "
+        "print(sorted(m for m in ('mcp', 'httpx', 'jsonschema') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
 def _imports(source: Path) -> set[str]:
     """Given a module of ``afi.commands``, return the absolute names of the modules it imports, anywhere in it."""
     found: set[str] = set()

@@ -25,18 +25,17 @@ import ipaddress
 import json
 import re
 import socket
-import ssl
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import certifi
 import httpx
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
+
+from .client_policy import FETCH_SECONDS, MAX_DOCUMENT_BYTES, ClientMetadataPolicy
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -47,8 +46,6 @@ __all__ = [
     "is_document_client",
 ]
 
-MAX_DOCUMENT_BYTES = 16 * 1024
-FETCH_SECONDS = 5.0
 CACHE_ENTRIES = 256
 MIN_CACHE_SECONDS, DEFAULT_CACHE_SECONDS, MAX_CACHE_SECONDS = 30, 300, 24 * 3600
 MAX_FETCHES = 8  # documents fetched at once, whatever asks: strangers cannot hold more connections open
@@ -63,29 +60,6 @@ _JSON_TYPE = re.compile(r"^application/([a-z0-9.+-]+\+)?json$")
 
 class ClientMetadataError(Exception):
     """A client ID metadata document that cannot be used; ``str()`` says why, for the client and the owner."""
-
-
-@dataclass(frozen=True)
-class ClientMetadataPolicy:
-    """The operator's switches (``afi serve``): whether URL client ids are accepted, the hosts that may
-    resolve to non-public addresses, a CA file trusted beside the usual CAs, the fetch's limits."""
-
-    enabled: bool = True
-    allow_hosts: frozenset[str] = frozenset()
-    ca_file: str | None = None
-    timeout: float = FETCH_SECONDS
-    max_bytes: int = MAX_DOCUMENT_BYTES
-
-    def tls(self) -> ssl.SSLContext:
-        """The TLS context of a fetch: the usual CAs (certifi), and the operator's CA file if named.
-
-        Raises:
-            OSError, ssl.SSLError: the CA file cannot be read or holds no certificate.
-        """
-        context = ssl.create_default_context(cafile=certifi.where())
-        if self.ca_file:
-            context.load_verify_locations(cafile=self.ca_file)
-        return context
 
 
 def is_document_client(client_id: str) -> bool:

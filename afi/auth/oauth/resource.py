@@ -24,6 +24,7 @@ __all__ = [
     "advertised_scopes",
     "authority",
     "mount_of",
+    "name_servers",
     "named_servers",
     "same_authority",
 ]
@@ -99,6 +100,13 @@ class Resource:
         if allowed is not None and space not in allowed:
             raise ValueError(f"this server does not serve the space {space!r}")
         return cls(f"{parts.scheme}://{parts.netloc.lower()}{parts.path.rstrip('/')}", space)
+
+
+def name_servers(app: Any, *, issuer: str | None, builtin: bool) -> None:
+    """Record on ``app`` the authorization server its metadata names: ``issuer`` (``afi serve --issuer``), or
+    this server itself when ``builtin`` (read by :func:`named_servers` and :func:`advertised_scopes`)."""
+    app.state.afi_issuer = issuer
+    app.state.afi_oauth = builtin
 
 
 def named_servers(app: Any, base: str) -> dict[str, list[str]]:

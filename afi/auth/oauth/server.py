@@ -36,13 +36,13 @@ from ...provider import Caller
 from ...storage.database import Database
 from ..audit import AuditLog
 from .client_metadata import ClientMetadataDocuments, ClientMetadataError, ClientMetadataPolicy, is_document_client
+from .paths import CONSENT_PATH
 from .resource import Resource
 from .store import ACCESS_SECONDS, CODE_SECONDS, REQUEST_SECONDS, Kind, OAuthStore, digest
 
 __all__ = ["BASE_URL", "CONSENT_PATH", "GRANTABLE", "AfiAuthorizationServer"]
 
 GRANTABLE = ("afi:read", "afi:write")
-CONSENT_PATH = "/oauth/consent"
 BASE_URL: ContextVar[str] = ContextVar("afi_oauth_base_url")  # the base URL the current request reached
 _REFUSED_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "filesystem"})
 _S256_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # BASE64URL(SHA-256(verifier)), RFC 7636 4.2
