@@ -87,8 +87,9 @@ def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
         "jsonschema",
     }
     # nor, over an up-to-date store, sqlite-utils and numpy: the schema version is checked with sqlite3,
-    # and vectors are loaded by a recall or a write, not by a listing or a read
-    servers |= {"sqlite_utils", "numpy"}
+    # and vectors are loaded by a recall or a write, not by a listing or a read; nor pathspec, which
+    # compiles .afiignore patterns for a write
+    servers |= {"sqlite_utils", "numpy", "pathspec"}
     for args, said in ((("ls", "/facts"), "coffee.md"), (("ls", "-l", "/files"), "todo.txt"),
                        (("cat", "/facts/coffee.md"), "The user drinks coffee."),
                        (("cat", "/files/todo.txt"), "buy milk")):  # fmt: skip
