@@ -1,5 +1,6 @@
 """What a quick command loads, seen from the real ``afi`` console script: ``afi --version`` and ``afi -h``
-answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors'.
+answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors', and
+over an up-to-date store without sqlite-utils, numpy or pathspec.
 
 Each run lists every module its process imported (Python's ``-X importtime``, asked for through
 ``PYTHONPROFILEIMPORTTIME``), so a top-level import that drags a server into a quick command fails here.
