@@ -8,19 +8,23 @@ and the CLI share the file; on PostgreSQL, every process (and replica) shares th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidPath, Unauthorized
 from ..provider import SCOPES, Caller
 from ..storage.database import open_database
-from .oauth.bearer import Bearers
-from .oauth.issuer import IssuerVerifier
 from .owner import OwnerCredential, owner_token_path
+
+if TYPE_CHECKING:
+    from .oauth.bearer import Bearers
+    from .oauth.issuer import IssuerVerifier
 
 __all__ = ["LOCAL_OWNER", "TOKEN_PREFIX", "KeyRecord", "KeyStore"]
 
@@ -66,7 +70,15 @@ class KeyStore:
         self.db = str(db)
         self._db = open_database(db, busy_timeout_ms=busy_timeout_ms)
         self.owner = OwnerCredential(owner_token_path(db))
-        self.bearers = Bearers(self._db, issuer)  # OAuth access tokens, and the issuer's JWTs
+        self._issuer = issuer
+
+    @functools.cached_property
+    def bearers(self) -> Bearers:
+        """The OAuth access tokens, and the issuer's JWTs; the OAuth modules load when a token is first
+        checked (a local command checks none)."""
+        from .oauth.bearer import Bearers
+
+        return Bearers(self._db, self._issuer)
 
     def create(
         self, *, space: str = "default", scopes: tuple[str, ...] | list[str] = ("afi:read",), name: str | None = None

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
 from ..errors import Unsupported
 
 if TYPE_CHECKING:
     import psycopg
+    import sqlite_utils
 
 __all__ = [
     "VERSION_TABLE",
@@ -76,7 +75,8 @@ def file_version(conn: sqlite3.Connection) -> int:
 
 
 def _recorded(conn: sqlite3.Connection) -> list[Applied]:
-    if not sqlite_utils.Database(conn).table(VERSION_TABLE).exists():
+    table = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VERSION_TABLE,))
+    if table.fetchone() is None:
         return []
     rows = conn.execute(f"SELECT number, name, applied_at FROM {VERSION_TABLE} ORDER BY number").fetchall()
     return [Applied(int(row[0]), str(row[1]), str(row[2])) for row in rows]
@@ -144,7 +144,7 @@ def run_steps(conn: sqlite3.Connection, steps: Sequence[Step], *, where: str) ->
             raise
     done: list[Applied] = []
     while version < latest:
-        db = sqlite_utils.Database(conn)
+        db = _step_database(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             _create_version_table(db)
@@ -170,6 +170,14 @@ def run_steps(conn: sqlite3.Connection, steps: Sequence[Step], *, where: str) ->
                 conn.execute("ROLLBACK")
             raise
     return done
+
+
+def _step_database(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    """Given the connection, return the sqlite-utils database the SQLite steps are written against."""
+    # imported only when a step runs: sqlite-utils loads numpy, and an up-to-date store needs neither
+    import sqlite_utils
+
+    return sqlite_utils.Database(conn)
 
 
 def _create_version_table(db: sqlite_utils.Database) -> None:

@@ -14,8 +14,10 @@ A later change is a new step appended to :data:`.steps.STEPS` with a form for ea
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = [
     "OAUTH_TABLES",

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from .migrations import Applied, applied_steps, file_version
 from .steps import LATEST, STEPS
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["SchemaStatus", "TableRows", "schema_status"]
 
@@ -61,6 +62,8 @@ def schema_status(path: Path) -> SchemaStatus:
     """Given a store file, return its status; a missing file is reported as version 0, not created."""
     if not path.exists():
         return SchemaStatus(str(path), False, 0, LATEST, pending=[(s.number, s.name) for s in STEPS])
+    import sqlite_utils  # here, not at the top: it loads numpy, which no command but this one needs to open a store
+
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = 5000")

@@ -32,7 +32,6 @@ from afi.storage.database import Database
 from .fabric.clock import ended_after
 from .fabric.rows import note_from_row
 from .fabric.types import MemoryNote
-from .fabric.vector_bytes import unpack_vector
 from .horizon import horizon, raise_horizon
 from .timeline import KINDS, Progress, contents, missing_space, parse_target, past_instant
 from .tree.at_files import files_at
@@ -85,6 +84,8 @@ def fork_space(database: Database, spaces: Spaces, dest: str, source: str, calle
 
 
 def _copy_notes(src: Space, dst: Space, at: str, progress: Progress | None) -> int:
+    from .fabric.vector_bytes import unpack_vector  # with numpy, which the commands that never fork do not load
+
     memory, into = src.fabric.memory, dst.fabric.memory
     kinds = ", ".join(f"'{k}'" for k in KINDS)
     rows = memory.store.rows_with_embeddings(

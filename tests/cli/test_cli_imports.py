@@ -1,5 +1,6 @@
 """What a quick command loads, seen from the real ``afi`` console script: ``afi --version`` and ``afi -h``
-answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors'.
+answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors', and
+over an up-to-date store without sqlite-utils, numpy or pathspec.
 
 Each run lists every module its process imported (Python's ``-X importtime``, asked for through
 ``PYTHONPROFILEIMPORTTIME``), so a top-level import that drags a server into a quick command fails here.
@@ -9,10 +10,13 @@ The wiring rule beside it: a command module reaches the provider through :mod:`a
 from __future__ import annotations
 
 import ast
+import gzip
 import importlib
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -20,24 +24,31 @@ import typer
 import typer.main
 
 from afi.cli import COMMANDS
+from afi.storage import LATEST, file_version
 from tests.support.cli import afi
 from tests.support.fuse import needs_fuse, unmount
 
 COMMAND_FILES = Path(__file__).resolve().parents[2] / "afi" / "commands"
+OLD_STORES = Path(__file__).resolve().parents[1] / "afi" / "storage" / "old_stores"
 # The doors' libraries: MCP SDK, HTTP server, SSH, PostgreSQL, FUSE and its event loop.
 DOORS = ("mcp", "fastapi", "starlette", "uvicorn", "asyncssh", "psycopg", "pyfuse3", "trio")
 # What opening the store costs: a command that opens none loads none of it.
 STORE = ("pydantic", "numpy", "sqlite_utils", "httpx", "jsonschema")
 
 
-def _imported(*args: str, db: Path) -> set[str]:
-    """Run ``afi ARGS`` over ``db``; return the top-level names of the modules it imported."""
+def _run(*args: str, db: Path) -> tuple[str, set[str]]:
+    """Run ``afi ARGS`` over ``db``; return what it printed and the full names of the modules it imported."""
     result = afi(*args, db=db, env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.split("|") for line in result.stderr.splitlines() if line.startswith("import time:")]
-    names = {row[2].strip().split(".")[0] for row in rows if len(row) == 3 and row[1].strip().isdigit()}
-    assert {"afi", "typer"} <= names, "the import list was read"
-    return names
+    modules = {row[2].strip() for row in rows if len(row) == 3 and row[1].strip().isdigit()}
+    assert {"afi", "typer"} <= modules, "the import list was read"
+    return result.stdout, modules
+
+
+def _imported(*args: str, db: Path) -> set[str]:
+    """Run ``afi ARGS`` over ``db``; return the top-level names of the modules it imported."""
+    return {module.split(".")[0] for module in _run(*args, db=db)[1]}
 
 
 @pytest.mark.parametrize("args", [("--version",), ("-V",), ("-h",), ("--help",)], ids=" ".join)
@@ -76,9 +87,16 @@ def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
         "psycopg",
         "jsonschema",
     }
-    for args in (("ls", "/facts"), ("ls", "-l", "/files"), ("cat", "/facts/coffee.md"), ("cat", "/files/todo.txt")):
-        names = _imported(*args, db=db)
-        assert "sqlite_utils" in names, "the store was opened"
+    # nor, over an up-to-date store, sqlite-utils and numpy: the schema version is checked with sqlite3,
+    # and vectors are loaded by a recall or a write, not by a listing or a read; nor pathspec, which
+    # compiles .afiignore patterns for a write
+    servers |= {"sqlite_utils", "numpy", "pathspec"}
+    for args, said in ((("ls", "/facts"), "coffee.md"), (("ls", "-l", "/files"), "todo.txt"),
+                       (("cat", "/facts/coffee.md"), "The user drinks coffee."),
+                       (("cat", "/files/todo.txt"), "buy milk")):  # fmt: skip
+        shown, modules = _run(*args, db=db)
+        names = {module.split(".")[0] for module in modules}
+        assert said in shown and "afi.storage.database" in modules, "the store was opened"
         assert names.isdisjoint(servers), (args, sorted(names & servers))
 
 
@@ -93,6 +111,16 @@ def test_building_the_served_app_loads_no_mcp_sdk(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_ls_over_a_store_made_by_older_code_migrates_it(tmp_path: Path) -> None:
+    """The cheap check of an up-to-date store still brings an older one forward (with sqlite-utils)."""
+    db = tmp_path / "afi.db"
+    db.write_bytes(gzip.decompress((OLD_STORES / "sqlite-v4.db.gz").read_bytes()))
+    shown, modules = _run("ls", "/", db=db)
+    assert "facts/" in shown and "sqlite_utils" in modules
+    with closing(sqlite3.connect(db)) as conn:
+        assert file_version(conn) == LATEST
 
 
 def _imports(source: Path) -> set[str]:

@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
 from afi.errors import Conflict
 from afi.storage.database import Connection, Database
 
@@ -37,6 +34,9 @@ from .model import SpaceData
 from .write import Progress
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from ..spaces import Space
 
 __all__ = ["Prepared", "apply_space", "check_empty", "discard", "prepare", "store_holds_nothing"]
@@ -58,6 +58,8 @@ def prepare(data: SpaceData, embedder: Embedder, root: Path, progress: Progress,
             staging: Callable[[Path], None] | None = None) -> Prepared:  # fmt: skip
     """Compute the notes' vectors and stage the workspace files (nothing of the store is written);
     ``staging`` is told the staged folder's path before anything is written there."""
+    import numpy as np  # here: this module's store_holds_nothing is asked by commands that embed nothing
+
     contents = [note.content for note in data.notes]
     chunks = []
     for start in range(0, len(contents), _BATCH):

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Literal
 
 from .lexical import has_words, normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .rows import iso_to_epoch
 from .store import NOTE_COLUMNS, note_from_row
 from .types import MemoryNote, NoteLink
-from .vector_bytes import unpack_vector
-from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -80,6 +79,8 @@ def fold_candidates(
 
     Notes hidden by consent or lineage are left out: a write never folds into what recall cannot see.
     """
+    from .vectors import VectorIndex  # the vector side (numpy with it) loads with the first write that folds
+
     if limit <= 0:
         return []
     index = memory.index
@@ -133,6 +134,8 @@ def _lexical_batch(
 ) -> list[FoldCandidate]:  # fmt: skip
     """Return the BM25 top-``limit`` same-kind notes valid at ``now`` over the content's rarest
     terms, each with its exact cosine."""
+    from .vector_bytes import unpack_vector
+
     chosen = _rarest_words(memory, content, threshold)
     if not chosen:
         return []

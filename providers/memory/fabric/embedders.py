@@ -9,12 +9,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .errors import MemoryValidationError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
 
@@ -64,6 +65,8 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Given texts, return an (n, dims) float32 matrix of L2-normalised rows."""
+        import numpy as np  # at the first text embedded: opening a memory to list or read it needs no numpy
+
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):
             tokens = hash_tokens(text)

@@ -8,17 +8,20 @@ that ``revoke_source`` feeds.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .clock import scope_now
 from .embedders import Embedder, HashEmbedder
 from .errors import MemoryLimitError, MemoryValidationError
-from .pg_vectors import PgVectorIndex
 from .store import Store
 from .types import Scope
-from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .pg_vectors import PgVectorIndex
+    from .vectors import VectorIndex
 
 __all__ = [
     "HARD_TOP_K_CAP",
@@ -175,9 +178,23 @@ class Memory:
     owns_store: bool = True
 
     def __post_init__(self) -> None:
-        sqlite: type[VectorIndex | PgVectorIndex] = VectorIndex
-        index = self.store.database.engine.choose(sqlite=sqlite, postgresql=PgVectorIndex)
-        self.index: VectorIndex | PgVectorIndex = index(self.store, self.scope, self.embedder.dims)
+        self._index: VectorIndex | PgVectorIndex | None = None
+        self._index_lock = threading.Lock()
+
+    @property
+    def index(self) -> VectorIndex | PgVectorIndex:
+        """The scope's vector index (recall and folding read it), made at its first use: listing and
+        reading notes need no vectors, and so do not load numpy."""
+        if self._index is None:
+            with self._index_lock:  # one index a scope, whichever threads ask first
+                if self._index is None:
+                    from .pg_vectors import PgVectorIndex
+                    from .vectors import VectorIndex
+
+                    sqlite: type[VectorIndex | PgVectorIndex] = VectorIndex
+                    index = self.store.database.engine.choose(sqlite=sqlite, postgresql=PgVectorIndex)
+                    self._index = index(self.store, self.scope, self.embedder.dims)
+        return self._index
 
     def present(self) -> str:
         """The scope's "now": the wall clock, or its last writes' stamps when a clock ahead wrote them

@@ -6,19 +6,20 @@ one when it opens."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection, Database
-from afi.storage.pg_vector_form import VectorForm
 
 from .lexical import TermStats, bm25_rowids, fts_query, matching_rowids
 from .render import render_note
 from .rows import _scope_key
 from .types import MemoryNote, Scope
-from .vector_bytes import pack_vector
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from afi.storage.pg_vector_form import VectorForm
 
 __all__ = ["SqliteNotes"]
 
@@ -38,6 +39,8 @@ class SqliteNotes:
         return "halfvec"
 
     def vector(self, array: npt.NDArray[np.float32], form: VectorForm) -> Any:
+        from .vector_bytes import pack_vector  # with numpy, which a store that writes no vector never loads
+
         return pack_vector(array)
 
     def with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

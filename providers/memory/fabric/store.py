@@ -18,16 +18,11 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
-from afi.storage.database import Connection, open_database
-from afi.storage.pg_vector_form import VectorForm
+from afi.storage.database import Connection, Database, open_database
 
 from .errors import MemoryValidationError
-from .pg_notes import PgNotes
 from .rows import (
     _INDEX_SELECT,
     _SELECT,
@@ -44,7 +39,22 @@ from .side_rows import ScopeSideRows
 from .sqlite_notes import SqliteNotes
 from .types import MemoryNote, Scope
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from afi.storage.pg_vector_form import VectorForm
+
+    from .pg_notes import PgNotes
+
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
+
+
+def _pg_notes(database: Database) -> PgNotes:
+    # imported here: PostgreSQL's vector columns load pgvector and numpy, which a SQLite store opens without
+    from .pg_notes import PgNotes
+
+    return PgNotes(database)
 
 
 class Store(ScopeSideRows):
@@ -55,8 +65,8 @@ class Store(ScopeSideRows):
         self.in_memory = self.path == ":memory:"
         self.database = open_database(self.path)
         self.engine = self.database.engine
-        notes: type[SqliteNotes | PgNotes] = SqliteNotes
-        self.notes = self.engine.choose(sqlite=notes, postgresql=PgNotes)(self.database)
+        notes: Callable[[Database], SqliteNotes | PgNotes] = SqliteNotes
+        self.notes = self.engine.choose(sqlite=notes, postgresql=_pg_notes)(self.database)
         self._local = threading.local()  # the serial of this thread's transaction this store wrote in
         self._closed = False
         self._tx_hooks: list[Callable[[int, bool], None]] = []
@@ -159,8 +169,7 @@ class Store(ScopeSideRows):
     def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
         """An embedding as the engine keeps it, at half precision: :func:`pack_vector`'s bytes in SQLite,
         a ``halfvec`` or ``sparsevec`` in PostgreSQL."""
-        array = np.asarray(embedding, dtype=np.float32)
-        return self.notes.vector(array, self.vector_form)
+        return self.notes.vector(embedding, self.vector_form)
 
     def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """Rows whose last column is an embedding, that column as SQLite keeps it on either engine

@@ -14,10 +14,12 @@ from __future__ import annotations
 import codecs
 import threading
 from collections.abc import Callable
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from afi.errors import InvalidPath
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["AFIIGNORE", "AFIIGNORE_MAX_BYTES", "DEFAULT_IGNORED", "IgnoreRules", "check_afiignore", "note_text"]
 
@@ -55,6 +57,13 @@ def _spec(source: bytes | None) -> pathspec.GitIgnoreSpec:
     lines = list(DEFAULT_IGNORED)
     if source:
         lines += [line for _, line, problem in _lines(source) if problem is None]
+    return _compiled(lines)
+
+
+def _compiled(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """Given gitignore lines, return them compiled (pathspec's or the regex engine's error for a bad one)."""
+    import pathspec  # at the first pattern compiled: listing and reading the workspace compile none
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
@@ -63,7 +72,7 @@ def _lines(source: bytes) -> list[tuple[int, str, str | None]]:
     out: list[tuple[int, str, str | None]] = []
     for number, line in enumerate(source.decode("utf-8", "replace").splitlines(), start=1):
         try:
-            pathspec.GitIgnoreSpec.from_lines([line])
+            _compiled([line])
             out.append((number, line, None))
         except Exception as err:  # pathspec's own errors, and the regex engine's beneath it
             out.append((number, line, str(err) or type(err).__name__))
