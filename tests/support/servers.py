@@ -120,10 +120,14 @@ def _await_address(
 
 
 def _await_ready(url: str, proc: subprocess.Popen[str] | None, timeout: float) -> None:
+    """Wait until the manifest answers, then until the doors that load after it have (a request to one of
+    their paths waits for them): a test starts on a server that is done starting, not still loading."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/.afi/manifest.json", timeout=5).status_code == 200:
+                loaded_after = url + "/.well-known/oauth-protected-resource/mcp"  # 404 when there is no MCP door
+                httpx.get(loaded_after, timeout=max(1.0, deadline - time.monotonic()))
                 return
         except httpx.TransportError:
             pass
