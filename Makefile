@@ -5,6 +5,8 @@ VENV ?= .venv
 ARGS ?=
 # pytest workers (pytest-xdist): one per core by default; JOBS=0 runs in this process, one test at a time.
 JOBS ?= auto
+# more pytest options, e.g. make test PYTEST_ARGS=--record-durations (tests/support/durations.py)
+PYTEST_ARGS ?=
 PY := $(VENV)/bin/python
 # setuptools notes "Editable installation" on every editable install not laid out as src/ (ours maps
 # providers/ and bindings/ into afi.*, so it imports through a finder): information, not a problem, muted.
@@ -23,10 +25,10 @@ run: setup  ## make run ARGS="--port 9000 --ssh": ARGS go to afi serve
 	$(AFI) serve $(ARGS)
 
 test: setup node lint typecheck  ## every test; files stay whole on one worker (module servers start once)
-	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 check: setup lint typecheck  ## the fast lane: the tests that start no process (no CLI, server, PostgreSQL, browser)
-	$(VENV)/bin/pytest -n $(JOBS) -m "not process" -q
+	$(VENV)/bin/pytest -n $(JOBS) -m "not process" -q $(PYTEST_ARGS)
 
 setup: system-deps $(VENV)/.installed
 

@@ -13,18 +13,29 @@ from typing import Any
 
 import pytest
 
-from tests.support.lanes import classify, forbid_processes, install_guard, slow_files_first
+from tests.support.durations import DurationRecorder, longest_files_first
+from tests.support.lanes import classify, forbid_processes, install_guard
 from tests.support.postgres import Databases, postgres_server
 from tests.support.servers import AfiServer, serve_store
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help="write each test file's seconds to tests/durations.json (make test runs the longest first)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     install_guard()
+    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(DurationRecorder(), "afi-duration-recorder")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     classify(items)
-    slow_files_first(items)
+    longest_files_first(items)
 
 
 @pytest.hookimpl(wrapper=True)

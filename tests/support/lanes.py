@@ -32,6 +32,7 @@ PROCESS_HELPERS = frozenset(
         "tests.support.fuse",
         "tests.support.hostile_ssh",
         "tests.support.postgres",
+        "tests.support.bench_runs",
     }
 )
 PROCESS_NAMES = frozenset({"start_afi_serve", "afi_mcp_command", "StdioServerParameters", "sync_playwright"})
@@ -64,16 +65,6 @@ def classify(items: list[pytest.Item]) -> None:
         imported = module is not None and modules[module.__name__]
         if postgres or imported or fixtures & PROCESS_FIXTURES:
             item.add_marker(pytest.mark.process)
-
-
-def slow_files_first(items: list[pytest.Item]) -> None:
-    """Reorder ``items`` so the files holding a ``slow`` test run first, each file kept whole and in order.
-
-    Workers take files in this order (``--dist loadfile``): a long file handed out last would keep one
-    worker busy while the others wait; handed out first, the short files fill in around it.
-    """
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # a stable sort: files and tests keep their order
 
 
 class ProcessStarted(AssertionError):

@@ -1,0 +1,82 @@
+"""The quick runs of the other benches (``python -m bench NAME --quick``): each states its comparisons,
+and they are the figures it measured, ours beside its baseline (:mod:`tests.support.bench_runs`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.locomo import DEFAULT_DATA
+from tests.support.bench_runs import bench, compared, quick, same
+
+
+def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
+    """How many comparisons a quick run states, and its first pair as read from its own figures."""
+    if name == "ssh":
+        grep = result["open_grep_ms"]
+        return 2, grep["ssh_grep"], grep["http_grep"]
+    if name == "ledger":
+        appends = result["appends"]
+        return 2 + 3, appends["per_second"], appends["baseline_per_second"]
+    if name == "recall":
+        return 2, result["fabric"]["p50_ms"], result["bm25_baseline"]["p50_ms"]
+    if name == "remember":
+        first = result["results"][0]
+        return 2, first["remember_notes_per_s"], first["agentfs_files_per_s"]
+    if name == "fold":
+        vectors, words, hnsw = result["modes"]
+        assert vectors["edited_copies_found"] == words["edited_copies_found"] == result["edited_copies"]
+        assert hnsw["fold"] == "postgresql: HNSW" and 0 < hnsw["edited_copies_found"] <= result["edited_copies"]
+        return 4, words["fold_search_p50_ms"], vectors["fold_search_p50_ms"]
+    if name == "workspace_bytes":  # the table's figures, rounded to 0.01 ms
+        first = result["rows"][0]
+        return 8, first["row write ms"], first["file write ms"]
+    assert name == "locomo"
+    runs = result["results"]
+    pg = "fabric default (hash + bm25) on PostgreSQL" in runs
+    semantic = "fabric semantic (minilm + bm25)" in runs
+    return (
+        3 * (1 + pg + semantic),
+        runs["fabric default (hash + bm25)"]["recall@1"],
+        runs["bm25 only (baseline)"]["recall@1"],
+    )
+
+
+@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes", "fold"])
+def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
+    if name == "remember" and importlib.util.find_spec("agentfs_sdk") is None:
+        pytest.skip("remember's baseline is the AgentFS SDK, in the bench extra: pip install -e '.[bench]'")
+    if name in ("ledger", "locomo") and not DEFAULT_DATA.exists():
+        pytest.skip(f"LoCoMo data not found at {DEFAULT_DATA}")
+    result = quick(name, tmp_path)
+    count, ours, baseline = _expected(name, result)
+    pairs = compared(result, count)
+    assert same(pairs[0], ours, baseline, rounded=0.006 if name == "workspace_bytes" else 1e-4)
+
+
+def test_folders_figures_are_consistent(tmp_path: Path) -> None:
+    result = bench("folders", tmp_path, "--files", "3000")
+    assert result["bench"] == "folders" and result["files"] == 3000 and result["grep_files"] == 0
+    assert (result["list_100"]["pages"], result["list_1000"]["pages"]) == (30, 3)
+    for key in ("list_100", "list_1000", "search_first", "search_again"):
+        figures = result[key]
+        assert figures["pages"] >= 1 and 0 < figures["p50_ms"] <= figures["max_ms"], (key, figures)
+    pairs = compared(result, 3)
+    assert same(pairs[0], result["list_100"]["p50_ms"], result["scandir_ms"])
+    assert same(pairs[1], result["list_1000"]["p50_ms"], result["scandir_ms"])
+    assert same(pairs[2], result["search_first"]["first_ms"], result["grep_ms"])
+
+
+def test_web_render_figures_are_consistent(tmp_path: Path) -> None:
+    result = quick("web_render", tmp_path)
+    pages = {row["page"]: row for row in result["pages"]}
+    assert len(pages) == 6 and pages["README"]["rendered"] is True
+    assert not any(row["rendered"] for name, row in pages.items() if name != "README"), "bombs show as text"
+    assert all(row["cpu_ms"] >= 0 and row["whole_render_cpu_ms"] > 0 for row in pages.values())
+    (pair,) = compared(result, 1)
+    worst = max(row["cpu_ms"] for row in pages.values())
+    assert same(pair, worst, max(row["whole_render_cpu_ms"] for row in pages.values()))
