@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.servers import start_afi_serve
 
-KILLS = 10
+KILLS = 7
 WRITERS = 4
 
 

@@ -27,7 +27,7 @@ from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 from tests.support.cli import AFI
 
-TRIALS = 10
+TRIALS = 7
 SEED = 15
 
 
