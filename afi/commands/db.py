@@ -165,17 +165,23 @@ def reembed(
 
     path = resolve_db(db, create=False)
     columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=_out(), transient=False)
+    tasks: dict[str, TaskID] = {}
+
+    def advance(phase: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()  # at the first step: a store with nothing to do shows no bars
+        if phase not in tasks:
+            tasks[phase] = progress.add_task(phase, total=max(total, 1))
+        progress.update(tasks[phase], completed=done if total else 1, total=max(total, 1))
+
     with afi_errors():
         chosen = embedder_named(embedder)  # before the store is opened: an unknown name writes nothing
-        with Progress(*columns, console=_out(), transient=False) as progress:
-            tasks: dict[str, TaskID] = {}
-
-            def advance(phase: str, done: int, total: int) -> None:
-                if phase not in tasks:
-                    tasks[phase] = progress.add_task(phase, total=max(total, 1))
-                progress.update(tasks[phase], completed=done if total else 1, total=max(total, 1))
-
+        try:
             moved = reembed_store(path, chosen, batch=batch, progress=advance)
+        finally:
+            if tasks:
+                progress.stop()
     shown = store_label(path)
     if moved.discarded is not None:
         _out().print(f"{shown}: dropped the unfinished move to {moved.discarded!r}", markup=False, soft_wrap=True)

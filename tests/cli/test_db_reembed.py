@@ -195,7 +195,7 @@ def test_a_store_of_another_embedder_is_refused_then_moved_over(tmp_path: Path) 
 
     again = afi("db", "reembed", "--embedder", "hash", db=db)
     assert again.returncode == 0, again.stderr
-    assert "already on embedder 'hash-fnv1a-384' (384 dims); nothing to do" in again.stdout
+    assert again.stdout.splitlines() == [f"{db}: already on embedder 'hash-fnv1a-384' (384 dims); nothing to do"]
 
 
 def test_an_unknown_embedder_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
