@@ -1,8 +1,9 @@
-"""The store file's schema for ``afi db status`` and ``afi db migrate`` (no provider is opened)."""
+"""The store for ``afi db status``, ``afi db migrate`` and ``afi db reembed`` (no provider is opened)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from afi.sqlite import Connections
 from afi.storage import Applied, SchemaStatus, file_version, migrate, schema_status
@@ -10,7 +11,13 @@ from afi.storage.database import is_postgres_url
 from afi.storage.postgres_schema import migrate_postgres
 from afi.storage.postgres_status import postgres_status
 
-__all__ = ["Applied", "SchemaStatus", "migrate_store", "store_status"]
+if TYPE_CHECKING:
+    from afi.providers.memory.fabric.embedders import Embedder
+    from afi.providers.memory.fabric.reembed import Progress, Reembedded
+
+__all__ = ["Applied", "SchemaStatus", "embedder_named", "migrate_store", "reembed_store", "store_status"]
+
+_SHORT_NAMES = ("hash", "minilm")  # what embedder_from_name answers to, besides "auto"
 
 
 def store_status(db: Path | str) -> SchemaStatus:
@@ -36,3 +43,45 @@ def migrate_store(db: Path | str) -> tuple[int, list[Applied]]:
         return before, migrate(conn)
     finally:
         connections.close()
+
+
+def embedder_named(name: str) -> Embedder:
+    """Given an embedder's name as the command line gives it (``hash``, ``minilm``, or the name a store
+    records, such as ``hash-fnv1a-384``), return that embedder: the one place the CLI turns a name into
+    an embedder.
+
+    Raises:
+        MemoryValidationError: a name no embedder answers to (nothing is written).
+    """
+    from afi.providers.memory.fabric.errors import MemoryValidationError
+    from afi.providers.memory.fabric.minilm import embedder_from_name
+
+    try:
+        embedder: Embedder = embedder_from_name(name)
+        return embedder
+    except MemoryValidationError as unknown:
+        for short in _SHORT_NAMES:  # a store's refusal names the embedder as the store records it
+            try:
+                embedder = embedder_from_name(short)
+            except MemoryValidationError:  # not installed here
+                continue
+            if embedder.name == name:
+                return embedder
+        raise unknown from None
+
+
+def reembed_store(db: Path | str, embedder: Embedder, *, batch: int = 256,
+                  progress: Progress | None = None) -> Reembedded:  # fmt: skip
+    """Given the store and an embedder, move the store's note vectors over to it, resuming a run stopped
+    before (:mod:`afi.providers.memory.fabric.reembed`); return what was done.
+
+    Raises:
+        InvalidPath: no store at that path.
+    """
+    from afi.errors import InvalidPath
+    from afi.providers.memory.fabric import reembed
+    from afi.storage.database import open_database
+
+    if not is_postgres_url(db) and not Path(db).is_file():
+        raise InvalidPath("no store here", path=str(db))
+    return reembed.reembed_store(open_database(db), embedder, batch=batch, progress=progress)

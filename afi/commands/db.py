@@ -1,4 +1,5 @@
-"""``afi db status|migrate``: the store file's schema version, its pending steps and its tables."""
+"""``afi db status|migrate|copy|reembed``: the store's schema version, its pending steps and its tables; a
+copy to the other engine; its vectors moved over to another embedder."""
 
 from __future__ import annotations
 
@@ -133,6 +134,67 @@ def copy(
         raise typer.Exit(1)
     _out().print(
         f"copied {store_label(plan.source)} -> {store_label(plan.destination)}; every table checked", markup=False
+    )
+
+
+@db_app.command("reembed")
+def reembed(
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            help="The embedder to move the vectors to: hash, minilm, or a name a store records (hash-fnv1a-384)",
+        ),
+    ],
+    batch: Annotated[int, typer.Option(min=1, max=100_000, help="Notes per transaction")] = 256,
+    db: DbOption = None,
+    root: RootOption = None,
+) -> None:
+    """Re-embed every note of the store with another embedder, then swap the vectors in at once.
+
+    The notes are embedded a batch a transaction beside the vectors in use, so the store serves and
+    takes writes meanwhile; one last transaction embeds what was written since, swaps every vector
+    and records the new embedder. An interrupted run goes on where it stopped when run again. Restart
+    the processes that have the store open afterwards: they refuse to search with the old embedder.
+    ``--root`` is accepted like on every command that opens the store; the vectors do not use it.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from afi.app.db import embedder_named, reembed_store
+    from afi.storage.database import store_label
+
+    path = resolve_db(db, create=False)
+    columns = (TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=_out(), transient=False)
+    tasks: dict[str, TaskID] = {}
+
+    def advance(phase: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()  # at the first step: a store with nothing to do shows no bars
+        if phase not in tasks:
+            tasks[phase] = progress.add_task(phase, total=max(total, 1))
+        progress.update(tasks[phase], completed=done if total else 1, total=max(total, 1))
+
+    with afi_errors():
+        chosen = embedder_named(embedder)  # before the store is opened: an unknown name writes nothing
+        try:
+            moved = reembed_store(path, chosen, batch=batch, progress=advance)
+        finally:
+            if tasks:
+                progress.stop()
+    shown = store_label(path)
+    if moved.discarded is not None:
+        _out().print(f"{shown}: dropped the unfinished move to {moved.discarded!r}", markup=False, soft_wrap=True)
+    if not moved.swapped:
+        _out().print(f"{shown}: already on embedder {moved.embedder!r} ({moved.dims} dims); nothing to do",
+                     markup=False, soft_wrap=True)  # fmt: skip
+        return
+    _out().print(
+        f"{shown}: {moved.notes} notes re-embedded, {moved.before!r} ({moved.before_dims} dims) -> "
+        f"{moved.embedder!r} ({moved.dims} dims); {moved.resumed} staged by an earlier run, {moved.caught_up} "
+        "written or changed meanwhile",
+        markup=False,
+        soft_wrap=True,  # one line however long the store's name: scripts and logs keep it whole
     )
 
 

@@ -29,6 +29,8 @@ __all__ = [
     "column_value",
     "create_hnsw",
     "hnsw_name",
+    "hold_vectors",
+    "replace_vector_column",
     "settle_vector_form",
     "wanted_form",
 ]
@@ -89,16 +91,43 @@ def settle_vector_form(conn: Any, *, index: bool = True) -> VectorForm:
     conn.execute(f"SELECT pg_advisory_xact_lock({_VECTORS_LOCK})")
     form = column_form(conn)  # another process may have settled it meanwhile
     if want != form:
-        for (name,) in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'notes' "
-            f"AND left(indexname, {len(HNSW_PREFIX)}) = '{HNSW_PREFIX}'"
-        ).fetchall():
-            conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+        _drop_hnsw(conn)
         conn.execute(f"ALTER TABLE notes ALTER COLUMN embedding TYPE {want} USING embedding::{want}")
         form = want
     if index:
         create_hnsw(conn, form, dims)
     return form
+
+
+def hold_vectors(conn: Any) -> None:
+    """Hold the vector column and the notes table to the end of the transaction: the lock every change
+    of the column takes (first, as :func:`settle_vector_form` does), then the table, so no one reads or
+    writes a note until the transaction ends."""
+    conn.execute(f"SELECT pg_advisory_xact_lock({_VECTORS_LOCK})")
+    conn.execute("LOCK TABLE notes IN ACCESS EXCLUSIVE MODE")
+
+
+def replace_vector_column(conn: Any, form: VectorForm, dims: int) -> None:
+    """Make way for a new vector of ``dims`` in every row (``afi db reembed``, after :func:`hold_vectors`):
+    drop every HNSW index and, when the column has another form or its vectors another size, give it
+    ``form`` with every row's vector NULL. The caller then writes every row's vector and calls
+    :func:`create_hnsw`, in the same transaction.
+
+    The NULLs are needed: building an index evaluates its cast (``embedding::sparsevec(384)``) on the
+    row versions this transaction replaced as well, and a vector of the old size there fails it. The
+    column's rewrite leaves those versions without one.
+    """
+    _drop_hnsw(conn)
+    if column_form(conn) != form or _recorded_embedder(conn)[1] != dims:
+        conn.execute(f"ALTER TABLE notes ALTER COLUMN embedding TYPE {form} USING NULL::{form}")
+
+
+def _drop_hnsw(conn: Any) -> None:
+    for (name,) in conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'notes' "
+        f"AND left(indexname, {len(HNSW_PREFIX)}) = '{HNSW_PREFIX}'"
+    ).fetchall():
+        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
 # pgvector's default graph (m 16, ef_construction 64) over sparse rows cost 7.6 ms an insert at 20k

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from afi.errors import Conflict
 from afi.storage.database import Connection, Database
 
-from ..fabric.embedders import Embedder
+from ..fabric.embedders import Embedder, embedding_text
 from ..horizon import raise_horizon
 from ..ledger.index import index_messages
 from ..ledger.session import _WRITE_LOCK
@@ -60,7 +60,7 @@ def prepare(data: SpaceData, embedder: Embedder, root: Path, progress: Progress,
     ``staging`` is told the staged folder's path before anything is written there."""
     import numpy as np  # here: this module's store_holds_nothing is asked by commands that embed nothing
 
-    contents = [note.content for note in data.notes]
+    contents = [embedding_text(note) for note in data.notes]
     chunks = []
     for start in range(0, len(contents), _BATCH):
         chunks.append(np.asarray(embedder.embed(contents[start : start + _BATCH]), dtype=np.float32))

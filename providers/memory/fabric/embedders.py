@@ -1,7 +1,9 @@
-"""Embedders: the protocol the fabric embeds through, and the deterministic hash embedder.
+"""Embedders: the protocol the fabric embeds through, the text a note is embedded from, and the
+deterministic hash embedder.
 
 The store records the embedder's ``name`` and ``dims``; opening a store with another embedder
-is refused, so vectors from two models never mix in one index.
+is refused, so vectors from two models never mix in one index (``afi db reembed`` moves a store's
+vectors to another embedder, :mod:`.reembed`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
+    from .types import MemoryNote
+
+__all__ = ["Embedder", "HashEmbedder", "embedding_text", "hash_tokens"]
 
 # letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
 _TOKEN = re.compile(r"[^\W_]+")
@@ -33,6 +37,15 @@ class Embedder(Protocol):
     dims: int
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def embedding_text(note: MemoryNote) -> str:
+    """Given a note, return the text its vector is the embedding of: its content, as stored (redacted).
+
+    Every writer of a note's vector embeds this (a remember, a bundle's import, ``afi db reembed``), so a
+    store re-embedded holds the vectors a store written with that embedder from the start holds.
+    """
+    return note.content
 
 
 def hash_tokens(text: str) -> list[str]:

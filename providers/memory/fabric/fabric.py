@@ -16,6 +16,7 @@ from .attach import Attachment, check_session
 from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
+from .embedders import embedding_text
 from .errors import MemoryConflictError, MemoryValidationError
 from .fields import MAX_LINKS, canonical_time, check_hex, check_stored_note, validate_fields
 from .memory import Memory, normalize_consent
@@ -89,7 +90,6 @@ class MemoryFabric:
                  consolidate: bool | None) -> MemoryNote:  # fmt: skip
         memory = self.memory
         content = memory.redact(f["content"])
-        embedding = memory.embedder.embed([content])[0]
         explicit_id = f.get("id") is not None
         explicit = explicit_id or f.get("supersedes") is not None
         folding = (self.settings.consolidate if consolidate is None else consolidate) and not explicit
@@ -110,6 +110,8 @@ class MemoryFabric:
             importance=f.get("importance"), source_entry_ids=f.get("source_entry_ids") or [],
             path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
         )  # fmt: skip
+        # the row written (a merge keeps this content) holds the vector of this text
+        embedding = memory.embedder.embed([embedding_text(incoming)])[0]
         with memory.store.write(memory.scope):
             held = memory.present()  # fold into what is current now, not when asked
             if held > now:

@@ -88,7 +88,9 @@ class PgVectorIndex:
         self.lock = contextlib.nullcontext()  # the database orders concurrent recalls itself
 
     def refresh(self) -> None:
-        """Nothing to bring up to date: every query reads the database as it is."""
+        """Nothing to bring up to date (every query reads the database as it is) but the embedder: raises
+        MemoryValidationError when the store's vectors were moved to another one meanwhile."""
+        self.store.check_vectors()
 
     def mask(self, kinds: Sequence[str], as_of: float, require_consent: bool) -> PgMask:
         return PgMask(tuple(kinds), _iso(as_of), require_consent)

@@ -5,7 +5,9 @@ One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection 
 PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
 :mod:`afi.storage.steps`' list, brought up to date at open. What the store does its own way on each
 engine is :mod:`.sqlite_notes`' or :mod:`.pg_notes`', chosen when it opens.
-``meta`` records the embedder the vectors came from. Every note insert/update/delete appends to
+``meta`` records the embedder the vectors came from; a store opened with another is refused, and one
+moved over to another (``afi db reembed``, :mod:`.reembed`) while this process has it open refuses its
+vector writes and searches (:meth:`Store.check_vectors`). Every note insert/update/delete appends to
 ``note_changes``; its ``seq`` is the store-wide counter written into ``notes.seq``, so another process
 (or another replica) can tell what changed. A write joins the transaction this thread already holds
 (a verb's), so the note, its indexes and the verb's other rows commit together.
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
+_EMBEDDER = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')"
+
 
 def _pg_notes(database: Database) -> PgNotes:
     # imported here: PostgreSQL's vector columns load pgvector and numpy, which a SQLite store opens without
@@ -70,6 +74,7 @@ class Store(ScopeSideRows):
         self._local = threading.local()  # the serial of this thread's transaction this store wrote in
         self._closed = False
         self._tx_hooks: list[Callable[[int, bool], None]] = []
+        self.embedder_name, self.dims = embedder_name, dims
         self._check_embedder(embedder_name, dims)
         # on PostgreSQL: sparsevec for a sparse embedder, halfvec otherwise (afi.storage.pg_vector_form)
         self.vector_form: VectorForm = self.notes.settle_vectors(self.write)
@@ -138,21 +143,52 @@ class Store(ScopeSideRows):
 
     def _check_embedder(self, name: str, dims: int) -> None:
         """Record the embedder in a new store; refuse a store whose vectors came from another one."""
-        query = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')"
         with self.read() as conn:
-            rows = dict(conn.execute(query).fetchall())
+            rows = dict(conn.execute(_EMBEDDER).fetchall())
         if not rows:  # a new store: the first opener records it (a write only this once)
             with self.write() as conn:
                 conn.executemany(
                     "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
                     [("embedder", name), ("dims", str(dims))],
                 )
-                rows = dict(conn.execute(query).fetchall())
+                rows = dict(conn.execute(_EMBEDDER).fetchall())
         if rows.get("embedder") != name or rows.get("dims") != str(dims):
             raise MemoryValidationError(
-                f"this store was built with embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); "
-                f"it cannot be opened with {name!r} ({dims} dims)"
+                f"this store's vectors came from embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); "
+                f"it cannot be opened with {name!r} ({dims} dims): open it with {rows.get('embedder')!r}, or "
+                f"move its vectors over with `afi db reembed --embedder {name}`"
             )
+
+    def check_vectors(self, conn: Connection | None = None) -> None:
+        """Refuse to go on when the store's vectors now come from another embedder than the one this
+        store was opened with (``afi db reembed`` moved them over while this process had it open): a
+        search would compare vectors of two models, a write would mix them.
+
+        Raises MemoryValidationError naming both embedders.
+        """
+        if conn is None:
+            with self.read() as conn:
+                rows = dict(conn.execute(_EMBEDDER).fetchall())
+        else:
+            rows = dict(conn.execute(_EMBEDDER).fetchall())
+        if rows.get("embedder") != self.embedder_name or rows.get("dims") != str(self.dims):
+            raise MemoryValidationError(
+                f"this store's vectors were moved over to embedder {rows.get('embedder')!r} ({rows.get('dims')} "
+                f"dims) by `afi db reembed` while this process had it open with {self.embedder_name!r} "
+                f"({self.dims} dims): restart it with {rows.get('embedder')!r}"
+            )
+
+    @contextmanager
+    def _vector_write(self, conn: Connection, vector: bool) -> Iterator[None]:
+        """Around a statement that writes a note's vector: check the embedder before it (so a process
+        left on the old one gets the refusal, not the engine's error over a vector of another form or
+        size) and after it (on PostgreSQL a swap holds the notes table until it commits, so a write
+        that waited for it reads the new embedder then, and its transaction rolls back)."""
+        if vector:
+            self.check_vectors(conn)
+        yield
+        if vector:
+            self.check_vectors(conn)
 
     @property
     def migrations(self) -> list[int]:
@@ -190,7 +226,8 @@ class Store(ScopeSideRows):
             cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", column, "embedding")
             blob = None if embedding is None else self._vector(embedding)
             values = [*_scope_key(scope), *_note_values(note), seq, render(note), blob]
-            conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
+            with self._vector_write(conn, blob is not None):
+                conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
             return seq
 
     def update_note(self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None = None) -> int:
@@ -204,11 +241,12 @@ class Store(ScopeSideRows):
             if embedding is not None:
                 sets.append("embedding = ?")
                 values.append(self._vector(embedding))
-            cur = conn.execute(
-                f"UPDATE notes SET {', '.join(sets)} "
-                "WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
-                [*values, *_scope_key(scope), note.id],
-            )
+            with self._vector_write(conn, embedding is not None):
+                cur = conn.execute(
+                    f"UPDATE notes SET {', '.join(sets)} "
+                    "WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
+                    [*values, *_scope_key(scope), note.id],
+                )
             if cur.rowcount != 1:
                 raise MemoryValidationError(f"note {note.id} is not in this scope")
             return seq

@@ -174,7 +174,11 @@ class VectorIndex:
                 self._stale = True
 
     def refresh(self) -> None:
-        """Bring the matrix up to the scope's latest change (call with ``lock`` held)."""
+        """Bring the matrix up to the scope's latest change (call with ``lock`` held).
+
+        Raises MemoryValidationError when the store's vectors were moved to another embedder meanwhile.
+        """
+        self.store.check_vectors()
         tx = self.store.uncommitted_tx()
         if tx is not None:  # reading another write's uncommitted rows: forget them if it rolls back
             self._tainted.add(tx)

@@ -45,10 +45,13 @@ def test_open_sets_wal_migrations_and_embedder(tmp_path: Path) -> None:
     again.close()
 
 
-def test_other_embedder_is_refused_naming_the_original(tmp_path: Path) -> None:
+def test_other_embedder_is_refused_naming_both_and_the_command_that_moves_the_store(tmp_path: Path) -> None:
     Store(tmp_path / "m.db", embedder_name="hash-fnv1a-384", dims=384).close()
-    with pytest.raises(MemoryValidationError, match="hash-fnv1a-384"):
+    with pytest.raises(MemoryValidationError) as refused:
         Store(tmp_path / "m.db", embedder_name="minilm-l6", dims=384)
+    message = str(refused.value)
+    assert "'hash-fnv1a-384' (384 dims)" in message and "'minilm-l6' (384 dims)" in message, message
+    assert "`afi db reembed --embedder minilm-l6`" in message
 
 
 def test_insert_update_delete_keep_indexes_and_changes_in_sync(tmp_path: Path) -> None:
