@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
+__all__ = ["Embedder", "HashEmbedder", "bags_of_words", "hash_tokens"]
 
 # letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
 _TOKEN = re.compile(r"[^\W_]+")
@@ -33,6 +33,12 @@ class Embedder(Protocol):
     dims: int
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def bags_of_words(embedder: Embedder) -> bool:
+    """Whether the embedder's rows are bags of words (the hash embedder's), whose cosine is how much two
+    texts share their words; a sentence embedder's cosine is how near their meanings are."""
+    return embedder.name.startswith("hash-")
 
 
 def hash_tokens(text: str) -> list[str]:
