@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "auth": "auth",
     "audit": "audit",
     "db": "db",
+    "doctor": "doctor",
     "session": "session",
     "snapshot": "snapshot",
     "space": "space",

@@ -17,6 +17,7 @@ __all__ = [
     "default_data_dir",
     "default_db",
     "default_root",
+    "embedder_choice",
     "history_max_file_size",
     "max_file_size",
     "mount_detached",
@@ -56,6 +57,12 @@ def default_root() -> Path:
     """The workspace root (one folder per space below it): ``AFI_ROOT`` or ``<data dir>/files``."""
     env = _setting("AFI_ROOT")
     return Path(env) if env else default_data_dir() / "files"
+
+
+def embedder_choice() -> str | None:
+    """The embedder asked for (``AFI_EMBEDDER``: ``minilm`` or ``hash``), or None: the store's own, and
+    for a new store the default."""
+    return _setting("AFI_EMBEDDER")
 
 
 def token() -> str | None:

@@ -7,6 +7,7 @@ The helpers the fixtures stand on, and that tests import directly, live in ``tes
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     install_guard()
+    # The stores the tests make, and the afi processes they start, use the hash embedder: a sentence
+    # model costs a second to load and milliseconds a note. The tests of the real embedder ask for it
+    # (--embedder minilm, AFI_EMBEDDER=minilm, or an OnnxMiniLM) and keep to small data.
+    os.environ["AFI_EMBEDDER"] = "hash"
     if config.getoption("record_durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "afi-duration-recorder")
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from afi.errors import InvalidPath
+from afi.errors import AfiError, InvalidPath
 from afi.provider import Caller
 from afi.providers.memory import MemoryNotFoundError, create_memory_fabric, space_memory
+from afi.providers.memory.fabric.choice import DEFAULT_EMBEDDER, EmbedderChoice
 from afi.providers.memory.fabric.types import MemoryNote, RecallResult
 from afi.providers.memory.provider import MemoryProvider
 
@@ -18,6 +21,8 @@ __all__ = [
     "MemoryNote",
     "MemoryProvider",
     "RecallResult",
+    "embedder_choice",
+    "load_embedder_in_background",
     "local_owner",
     "open_fabric",
     "open_provider",
@@ -35,6 +40,7 @@ def open_provider(
     keys: bool = False,
     manifest_extra: dict[str, Any] | None = None,
     issuer: IssuerConfig | None = None,
+    embedder: str | None = None,
 ) -> MemoryProvider:
     """Given the store file and the workspace root, return the memory provider over them.
 
@@ -42,6 +48,8 @@ def open_provider(
         keys: let API keys in (a server's door); without, only the local owner and explicit callers.
         manifest_extra: fields added to the manifest (the mount announces itself there).
         issuer: with ``keys``, an identity provider whose JWT access tokens are let in too.
+        embedder: the embedder asked for (``--embedder``; else ``AFI_EMBEDDER``); without, the store's
+            own, and for a new store the default (all-MiniLM-L6-v2).
     """
     kw: dict[str, Any] = {}
     if keys:
@@ -51,7 +59,26 @@ def open_provider(
         kw["keys"] = KeyStore(db, issuer=IssuerVerifier(issuer) if issuer is not None else None)
     if manifest_extra is not None:
         kw["manifest_extra"] = manifest_extra
-    return MemoryProvider(db, root, **kw)
+    return MemoryProvider(db, root, embedder=embedder_choice(embedder), **kw)
+
+
+def embedder_choice(named: str | None = None) -> EmbedderChoice:
+    """The embedder the ``afi`` command opens a store with: ``named`` (else ``AFI_EMBEDDER``), else the
+    store's own, else the default for a new store."""
+    from afi.config import embedder_choice as configured
+
+    return EmbedderChoice(named or configured(), default=DEFAULT_EMBEDDER)
+
+
+def load_embedder_in_background(provider: MemoryProvider) -> None:
+    """Load the store's embedder (a sentence model: about a second) in a thread while a server answers,
+    so the first write does not wait for it; a failure shows at the first write, as it would have."""
+
+    def load() -> None:
+        with contextlib.suppress(AfiError, OSError, RuntimeError):
+            provider.load_embedder()
+
+    threading.Thread(target=load, name="afi-embedder", daemon=True).start()
 
 
 def local_owner(space: str) -> Caller:
@@ -61,7 +88,7 @@ def local_owner(space: str) -> Caller:
 
 def open_fabric(db: Path | str, space: str) -> Any:
     """Given the store file and a space, return that space's memory fabric (remember, recall, forget)."""
-    return create_memory_fabric(space_memory(db, space))
+    return create_memory_fabric(space_memory(db, space, embedder=embedder_choice()))
 
 
 def recall_explained(db: Path | str, space: str, query: str, **options: Any) -> RecallResult:

@@ -39,7 +39,7 @@ from afi.providers.memory.fabric.tools import TOOLS, ToolInfo
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.tools import ToolSessions, own_session, with_session
 
-from .local import local_owner, open_provider
+from .local import load_embedder_in_background, local_owner, open_provider
 
 __all__ = [
     "McpStdio",
@@ -153,6 +153,7 @@ def open_mcp_stdio(
     With ``AFI_TOKEN`` set, calls are made as that API key; without it, as the local owner of ``space``.
     """
     provider = open_provider(db, root)
+    load_embedder_in_background(provider)
     token = config.token()
     caller = provider.authenticate(token) if token else local_owner(space or "default")
     session_id = f"stdio-{os.getpid()}"

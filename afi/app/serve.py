@@ -41,7 +41,7 @@ from afi.errors import Conflict
 from afi.providers.memory.provider import MemoryProvider
 from afi.storage.database import store_label
 
-from .local import open_provider
+from .local import load_embedder_in_background, open_provider
 
 __all__ = [
     "WORKER_SILENCE_SECONDS",
@@ -76,6 +76,7 @@ class AppSpec:
     issuer: IssuerConfig | None = None  # accept this identity provider's JWTs (afi serve --issuer)
     oauth: bool = True  # serve the built-in authorization server (without an issuer)
     client_metadata: ClientMetadataPolicy = field(default_factory=ClientMetadataPolicy)  # CIMD fetches
+    embedder: str | None = None  # afi serve --embedder (else AFI_EMBEDDER; else the store's, or the default)
 
     def build(self, *, wait: bool = False) -> tuple[FastAPI, MemoryProvider]:
         """Open the provider over the store and return the app serving it, with the provider.
@@ -84,7 +85,8 @@ class AppSpec:
         other doors answer meanwhile (:class:`~afi.bindings.http.deferred.DeferredDoors`); ``wait``
         loads them before it serves.
         """
-        provider = open_provider(self.db, self.root, keys=True, issuer=self.issuer)
+        provider = open_provider(self.db, self.root, keys=True, issuer=self.issuer, embedder=self.embedder)
+        provider.check_embedder(self.space or "default")  # refused now, not at the first request
         limiter = RateLimiter(self.rate, self.burst) if self.rate > 0 else None
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
@@ -97,6 +99,8 @@ class AppSpec:
             what = " and ".join(name for name, served in named if served)
             doors = partial(self.doors, provider, limiter)
             DeferredDoors(doors, paths, what=what, wait=wait).mount(app)
+        else:
+            load_embedder_in_background(provider)
         return app, provider
 
     def doors(self, provider: MemoryProvider, limiter: RateLimiter | None) -> Starlette:
@@ -118,6 +122,7 @@ class AppSpec:
                 space=self.space,
             )  # fmt: skip
             mount_mcp(doors, http)
+        load_embedder_in_background(provider)  # after the doors: they answer first
         return doors
 
     def __call__(self) -> FastAPI:

@@ -51,6 +51,10 @@ CA_HELP = (
     "A PEM file of CA certificates trusted, beside the usual public CAs, when fetching client metadata "
     "documents (an internal CA, a self-signed test certificate). SSL_CERT_FILE is not read for these fetches"
 )
+EMBEDDER_HELP = (
+    "How recall reads meaning: minilm (all-MiniLM-L6-v2, a sentence embedder on ONNX) or hash (words only, no "
+    "model) [default: the one the store's vectors came from; minilm for a new store]. AFI_EMBEDDER sets it too"
+)
 MAX_CONNECTIONS_HELP = "Open connections per process; more are answered 503 (default: the descriptor limit - 256)"
 
 
@@ -113,11 +117,14 @@ def serve(
         list[str] | None, typer.Option("--client-metadata-allow-host", help=ALLOW_HOST_HELP, show_default=False)
     ] = None,
     metadata_ca: Annotated[Path | None, typer.Option("--client-metadata-ca", help=CA_HELP, show_default=False)] = None,
+    embedder: Annotated[str | None, typer.Option("--embedder", help=EMBEDDER_HELP, show_default=False)] = None,
 ) -> None:
     """Serve the memory over HTTP/JSON (routes /afi/…, manifest at /.afi/manifest.json, docs at /docs) and MCP
     (Streamable HTTP at /mcp)."""
     if tool_names not in ("dotted", "underscore", "both"):
         raise typer.BadParameter("use dotted, underscore or both", param_hint="--tool-names")
+    if embedder is not None and embedder not in ("minilm", "hash"):
+        raise typer.BadParameter(f"{embedder!r} is not an embedder: use minilm or hash", param_hint="--embedder")
     if workers > 1 and ssh:
         _refuse("--ssh runs in one process: use --workers 1 with --ssh, or run 'afi ssh' beside 'afi serve --workers'")
     if workers > 1 and mcp and mcp_stateless is False:
@@ -145,7 +152,18 @@ def serve(
     # one process's memory unless asked for (--mcp-stateful, with the balancer's sticky sessions)
     stateless = mcp_stateless if mcp_stateless is not None else (workers > 1 or is_postgres_url(str(db_path)))
     spec = AppSpec(
-        db_path, root_path, space, rate, burst, mcp, stateless, tool_names, issued, oauth, client_metadata=documents
+        db_path,
+        root_path,
+        space,
+        rate,
+        burst,
+        mcp,
+        stateless,
+        tool_names,
+        issued,
+        oauth,
+        client_metadata=documents,
+        embedder=embedder,
     )
     listen = Listen(host, port, header_timeout, body_timeout, max_connections)
     if workers > 1:

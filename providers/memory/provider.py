@@ -25,6 +25,7 @@ from afi.storage.database import open_database, store_location
 from .admin import AdminVerbs
 from .bundle.apply import store_holds_nothing
 from .claims import sweep_claims
+from .fabric.choice import EmbedderChoice
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
 from .fabric.types import ForgetResult, MemoryNote
@@ -59,7 +60,7 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
         root: str | Path,
         *,
         keys: Any = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | EmbedderChoice | None = None,
         manifest_extra: dict[str, Any] | None = None,
         workspace_limits: WorkspaceLimits | None = None,
     ) -> None:
@@ -81,7 +82,7 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
         sweep_claims(self.root, self._db, self._write_locks.hold, partial(store_holds_nothing, self._db))
         extra = dict(manifest_extra or {})
         self._afi = AfiArea(
-            lambda required: memory_manifest(required, embedder=self._space("default").fabric.memory.embedder,
+            lambda required: memory_manifest(required, embedder=self.embedder(),
                                              file_max_bytes=self.workspace_limits.max_file_bytes, extra=extra),
             lambda: self._keys is not None and not self._keys.keyless(),
         )  # fmt: skip
@@ -89,6 +90,23 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
         self._search = Search(self._afi.body)
 
     # -- discovery & auth ------------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedder recall and remember use in every space of this store (its model loads at the
+        first text it embeds)."""
+        return self._spaces.embedder()
+
+    def check_embedder(self, space: str = "default") -> None:
+        """Open ``space``: a store refuses an embedder its vectors did not come from, naming both.
+
+        Raises:
+            MemoryValidationError: the store's vectors come from another embedder.
+        """
+        self._space(space)
+
+    def load_embedder(self) -> None:
+        """Have the embedder embed a sentence, so a model is loaded before the first write needs it."""
+        self.embedder().embed(["afi-memory loads its embedder before the first write"])
 
     def manifest(self) -> Manifest:
         """The manifest; ``auth.required`` follows keys created while serving (the only part that changes)."""

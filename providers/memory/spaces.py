@@ -11,6 +11,7 @@ from pathlib import Path
 from afi.errors import InvalidPath
 from afi.storage.database import Database
 
+from .fabric.choice import EmbedderChoice
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric, create_memory_fabric
 from .fabric.memory import space_memory
@@ -57,13 +58,14 @@ class Spaces:
         root: Path,
         limits: WorkspaceLimits,
         locks: SpaceLocks | AdvisorySpaceLocks,
-        embedder: Embedder | None = None,
+        embedder: Embedder | EmbedderChoice | None = None,
         *,
         keep: int = 64,
     ) -> None:
         self._db, self._database, self._root, self._limits = db, database, root, limits
         self._locks = locks
-        self._embedder = embedder
+        self._embedder = embedder if embedder is not None else EmbedderChoice()
+        self._embedder_lock = threading.Lock()
         self.keep = keep
         self._open: OrderedDict[str, Space] = OrderedDict()
         self._lock = threading.Lock()
@@ -104,8 +106,15 @@ class Spaces:
                 self._open.popitem(last=False)
         return found
 
+    def embedder(self) -> Embedder:
+        """The embedder every space of the store is opened with (chosen once: its model loads once)."""
+        with self._embedder_lock:
+            if isinstance(self._embedder, EmbedderChoice):
+                self._embedder = self._embedder.resolve(self._database)
+            return self._embedder
+
     def _build(self, name: str) -> Space:
-        memory = space_memory(self._db, name, embedder=self._embedder)
+        memory = space_memory(self._db, name, embedder=self.embedder())
         ledger = Ledger(self._db, space=name)
         return Space(
             create_memory_fabric(memory, observational=LedgerSource(ledger)),  # its reflections can be promoted

@@ -8,6 +8,11 @@ rarest words, scored by exact cosine; the vectors decide when more than 24,576 n
 bags of words at cosine t share t² of the new note's words, so any 1 − t² of them, plus one, reach
 every such note. PostgreSQL asks its HNSW graph at every size. The linker and
 evolution workers read a BM25 batch of neighbours.
+
+A sentence embedder's cosine says two notes speak of the same thing, not that one restates the other,
+so in a store of one the fold and the links read the words on both engines: the notes holding the new
+note's rarest words, scored by the cosine of the bags of words (the hash embedder's vectors, made on
+the spot), so a store folds alike whichever embedder its recall uses.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .embedders import HashEmbedder, bags_of_words
 from .lexical import has_words, normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .rows import iso_to_epoch
@@ -46,6 +52,8 @@ _CANDIDATE_POSTINGS = 200
 _WORD_CANDIDATES = 24_576
 # below this threshold a near-duplicate need share few words (and may share only stopwords): vectors decide
 WORD_FOLD_MIN = 0.5
+# the fold's measure in a store of a sentence embedder: the hash embedder's bags of words
+_BAGS = HashEmbedder()
 
 
 @dataclass
@@ -83,6 +91,8 @@ def fold_candidates(
 
     if limit <= 0:
         return []
+    if not bags_of_words(memory.embedder):
+        return _by_words(memory, kind, content, now, limit, threshold, neighbours=neighbours)
     index = memory.index
     as_of = iso_to_epoch(now, 0.0)
     # SQLite past fold_exact_rows; PostgreSQL asks its HNSW graph at every size
@@ -108,6 +118,45 @@ def fold_candidates(
             found.setdefault(cand.note.id, cand)
     out = sorted(found.values(), key=lambda c: (-c.cosine, c.note.id))
     return out[:limit]
+
+
+def _by_words(memory: Memory, kind: str, content: str, now: str, limit: int, threshold: float, *,
+              neighbours: bool) -> list[FoldCandidate]:  # fmt: skip
+    """The fold's candidates in a store of a sentence embedder: its vectors say two notes speak of the
+    same thing ("my sister lives in Paris", "... in Rome"), not that one restates the other, so the fold
+    and the links read the words. Every note holding one of the content's rarest words (enough of them
+    that any note at ``threshold`` holds one), scored by the cosine of the two bags of words, as a store
+    of the hash embedder scores them; with ``neighbours``, the BM25 batch too."""
+    chosen = _rarest_words(memory, content, threshold)
+    if not chosen:
+        return []
+    rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=_WORD_CANDIDATES)
+    notes = _visible_notes(memory, memory.store.rows_by_rowid(memory.scope, rowids))
+    if not notes:
+        return []
+    bags = _BAGS.embed([content, *(note.content for _, note in notes)])
+    cosines = bags[1:] @ bags[0]
+    batch = set(rowids[:limit]) if neighbours else set()  # the BM25 batch the workers read
+    out = [
+        FoldCandidate(note, float(cosine))
+        for (rowid, note), cosine in zip(notes, cosines, strict=True)
+        if cosine >= threshold or rowid in batch
+    ]
+    out.sort(key=lambda c: (-c.cosine, c.note.id))
+    return out[:limit]
+
+
+def _visible_notes(memory: Memory, rows: list[tuple[Any, ...]]) -> list[tuple[int, MemoryNote]]:
+    """The notes of ``rows`` (``Store.rows_by_rowid``) that recall may see: consent given, sources not revoked."""
+    revoked = memory.revoked_sources()
+    out: list[tuple[int, MemoryNote]] = []
+    for row in rows:
+        note = note_from_row(row[: 2 + len(NOTE_COLUMNS)], memory.scope)
+        if consent_visible(note.consent, memory.require_consent) and not any(
+            source in revoked for source in note.source_entry_ids
+        ):
+            out.append((int(row[0]), note))
+    return out
 
 
 def _rarest_words(memory: Memory, content: str, threshold: float) -> list[str]:
@@ -142,16 +191,10 @@ def _lexical_batch(
     rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=limit)
     if not rowids:
         return []
-    rows = memory.store.rows_by_rowid(memory.scope, rowids)
-    revoked = memory.revoked_sources()
+    rows = {int(row[0]): row for row in memory.store.rows_by_rowid(memory.scope, rowids)}
     out: list[FoldCandidate] = []
-    for row in rows:
-        note = note_from_row(row[: 2 + len(NOTE_COLUMNS)], memory.scope)
-        if not consent_visible(note.consent, memory.require_consent):
-            continue
-        if any(source in revoked for source in note.source_entry_ids):
-            continue
-        blob = row[-1]
+    for rowid, note in _visible_notes(memory, list(rows.values())):
+        blob = rows[rowid][-1]
         cosine = float(unpack_vector(blob) @ embedding) if blob else 0.0
         out.append(FoldCandidate(note, cosine))
     return out

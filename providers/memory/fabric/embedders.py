@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from .types import MemoryNote
 
-__all__ = ["Embedder", "HashEmbedder", "embedding_text", "hash_tokens"]
+__all__ = ["Embedder", "HashEmbedder", "bags_of_words", "embedding_text", "hash_tokens"]
 
 # letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
 _TOKEN = re.compile(r"[^\W_]+")
@@ -46,6 +46,12 @@ def embedding_text(note: MemoryNote) -> str:
     store re-embedded holds the vectors a store written with that embedder from the start holds.
     """
     return note.content
+
+
+def bags_of_words(embedder: Embedder) -> bool:
+    """Whether the embedder's rows are bags of words (the hash embedder's), whose cosine is how much two
+    texts share their words; a sentence embedder's cosine is how near their meanings are."""
+    return embedder.name.startswith("hash-")
 
 
 def hash_tokens(text: str) -> list[str]:

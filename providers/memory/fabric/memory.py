@@ -13,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from afi.storage.database import open_database
+
+from .choice import EmbedderChoice
 from .clock import scope_now
-from .embedders import Embedder, HashEmbedder
+from .embedders import Embedder, bags_of_words
 from .errors import MemoryLimitError, MemoryValidationError
 from .store import Store
 from .types import Scope
@@ -236,13 +239,16 @@ def create_memory(
     tenant_id: str,
     resource_id: str,
     thread_id: str,
-    embedder: Embedder | None = None,
+    embedder: Embedder | EmbedderChoice | None = None,
     redactor: Callable[[str], str] | None = None,
     require_consent: bool = False,
     limits: MemoryLimits | dict[str, Any] | None = None,
     fusion: FusionSettings | dict[str, Any] | None = None,
 ) -> Memory:
     """Open (or create) the store at ``db`` and return the Memory of one tenant/resource/thread scope.
+
+    Without an ``embedder`` the store is opened with the one it records (a new store: the hash embedder);
+    an :class:`EmbedderChoice` says which the user asked for, or which a new store gets.
 
     Raises MemoryValidationError for an empty scope part, a non-embedder, or a store built with
     another embedder; MemoryLimitError for limits over their hard caps.
@@ -252,7 +258,8 @@ def create_memory(
         resource_id=_require_id(resource_id, "resource_id"),
         thread_id=_require_id(thread_id, "thread_id"),
     )
-    embedder = embedder if embedder is not None else HashEmbedder()
+    if embedder is None or isinstance(embedder, EmbedderChoice):
+        embedder = _store_embedder(db, embedder or EmbedderChoice())
     if not isinstance(embedder, Embedder) or not isinstance(embedder.dims, int) or not embedder.name:
         raise MemoryValidationError("embedder must have a name, integer dims and an embed(texts) method")
     if redactor is not None and not callable(redactor):
@@ -264,12 +271,21 @@ def create_memory(
     # default its vote counts less; a real sentence embedder gets equal weights (LoCoMo dev recall@10 with
     # MiniLM: 70.9 at k=10 against 65.3 at k=60)
     # chosen by the embedder's name, so a wrapper around the hash embedder (a cache) keeps its tuning
-    base = HASH_FUSION if embedder.name.startswith("hash-") else FusionSettings(k=10.0)
+    base = HASH_FUSION if bags_of_words(embedder) else FusionSettings(k=10.0)
     resolved_fusion = FusionSettings.resolve(fusion, base)
     store = Store(db, embedder_name=embedder.name, dims=embedder.dims)
     return Memory(scope, embedder, resolved_limits, store, redactor, require_consent, resolved_fusion)
 
 
-def space_memory(db: str | os.PathLike[str], space: str, *, embedder: Embedder | None = None, **kw: Any) -> Memory:
+def _store_embedder(db: str | os.PathLike[str], choice: EmbedderChoice) -> Embedder:
+    """The embedder ``choice`` gives for the store at ``db`` (an in-memory store is always new)."""
+    if os.fspath(db) == ":memory:":
+        return choice.resolve(None)
+    return choice.resolve(open_database(os.fspath(db)))
+
+
+def space_memory(
+    db: str | os.PathLike[str], space: str, *, embedder: Embedder | EmbedderChoice | None = None, **kw: Any
+) -> Memory:
     """Return the Memory an AFI space maps to: tenant ``afi``, resource = space, thread ``main``."""
     return create_memory(db, tenant_id="afi", resource_id=space, thread_id="main", embedder=embedder, **kw)
