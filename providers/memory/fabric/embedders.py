@@ -1,23 +1,25 @@
-"""Embedders: the protocol the fabric embeds through, and the deterministic hash embedder.
+"""Embedders: the protocol the fabric embeds through, the deterministic hash embedder, and the choice by name.
 
 The store records the embedder's ``name`` and ``dims``; opening a store with another embedder
-is refused, so vectors from two models never mix in one index.
+is refused, so vectors from two models never mix in one index. The sentence embedder
+(all-MiniLM-L6-v2 on onnxruntime) is :class:`.onnx_minilm.OnnxMiniLM`.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .errors import MemoryValidationError
+from .onnx_minilm import OnnxMiniLM
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["Embedder", "HashEmbedder", "hash_tokens"]
+__all__ = ["EMBEDDERS", "Embedder", "HashEmbedder", "embedder_from_name", "hash_tokens"]
 
 # letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
 _TOKEN = re.compile(r"[^\W_]+")
@@ -78,3 +80,19 @@ class HashEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out /= norms
         return out
+
+
+# The embedders a host can name: the sentence model, and the hash embedder (no model, deterministic).
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxMiniLM, "hash": HashEmbedder}
+
+
+def embedder_from_name(name: str) -> Embedder:
+    """Given ``"minilm"`` (all-MiniLM-L6-v2 on onnxruntime) or ``"hash"``, return a new embedder of that kind.
+
+    Raises:
+        MemoryValidationError: an unknown name (the message lists the known ones).
+    """
+    make = EMBEDDERS.get(name) if isinstance(name, str) else None
+    if make is None:
+        raise MemoryValidationError(f"unknown embedder {name!r}: use {' or '.join(map(repr, EMBEDDERS))}")
+    return make()
