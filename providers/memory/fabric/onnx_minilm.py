@@ -63,12 +63,14 @@ def default_model_path() -> Path:
 
 @dataclass(frozen=True)
 class _Model:
-    """A loaded model: the onnxruntime session, its tokenizer, and the names it is called with."""
+    """A loaded model: the onnxruntime session and its tokenizer.
+
+    The pinned file takes ``input_ids``, ``attention_mask`` and ``token_type_ids`` (batch, tokens) and
+    gives ``last_hidden_state`` (batch, tokens, 384).
+    """
 
     session: Any
     tokenizer: WordPiece
-    inputs: frozenset[str]
-    output: str
 
     def vectors(self, encoded: Sequence[list[int]]) -> npt.NDArray[np.float32]:
         """Given token ids of a few texts, return their unit vectors (one padded batch through the model)."""
@@ -80,10 +82,8 @@ class _Model:
         for row, seq in enumerate(encoded):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self.inputs:  # one segment: all zeros
-            feeds["token_type_ids"] = np.zeros_like(ids)
-        (states,) = self.session.run([self.output], feeds)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}  # one segment
+        (states,) = self.session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (states * weights).sum(axis=1) / weights.sum(axis=1)  # every row has [CLS] and [SEP]
         unit: npt.NDArray[np.float32] = (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)
@@ -110,7 +110,7 @@ def _model(path: Path) -> _Model:
 
 
 def _open(path: Path, tokenizer: WordPiece) -> _Model:
-    """Given a verified model file, return its onnxruntime session and the names it is called with."""
+    """Given a verified model file and the tokenizer, return the model with its onnxruntime session."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -122,13 +122,7 @@ def _open(path: Path, tokenizer: WordPiece) -> _Model:
     options.enable_cpu_mem_arena = False
     session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     _return_freed_memory()
-    inputs = frozenset(item.name for item in session.get_inputs())
-    if not {"input_ids", "attention_mask"} <= inputs:
-        raise MemoryValidationError(f"{path} is not a BERT encoder: its inputs are {sorted(inputs)}")
-    states = [item.name for item in session.get_outputs() if len(item.shape) == 3]  # (batch, tokens, 384)
-    if not states:
-        raise MemoryValidationError(f"{path} gives no token states to pool")
-    return _Model(session, tokenizer, inputs, states[0])
+    return _Model(session, tokenizer)
 
 
 def _return_freed_memory() -> None:
