@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Applied", "SchemaStatus", "embedder_named", "migrate_store", "reembed_store", "store_status"]
 
-_SHORT_NAMES = ("hash", "minilm")  # what embedder_from_name answers to, besides "auto"
-
 
 def store_status(db: Path | str) -> SchemaStatus:
     """Given the store (a file or a PostgreSQL URL), return its schema version, pending steps and
@@ -47,27 +45,14 @@ def migrate_store(db: Path | str) -> tuple[int, list[Applied]]:
 
 def embedder_named(name: str) -> Embedder:
     """Given an embedder's name as the command line gives it (``hash``, ``minilm``, or the name a store
-    records, such as ``hash-fnv1a-384``), return that embedder: the one place the CLI turns a name into
-    an embedder.
+    records, such as ``hash-fnv1a-384``), return that embedder.
 
     Raises:
         MemoryValidationError: a name no embedder answers to (nothing is written).
     """
-    from afi.providers.memory.fabric.errors import MemoryValidationError
-    from afi.providers.memory.fabric.minilm import embedder_from_name
+    from afi.providers.memory.fabric.choice import embedder_named as named
 
-    try:
-        embedder: Embedder = embedder_from_name(name)
-        return embedder
-    except MemoryValidationError as unknown:
-        for short in _SHORT_NAMES:  # a store's refusal names the embedder as the store records it
-            try:
-                embedder = embedder_from_name(short)
-            except MemoryValidationError:  # not installed here
-                continue
-            if embedder.name == name:
-                return embedder
-        raise unknown from None
+    return named(name)
 
 
 def reembed_store(db: Path | str, embedder: Embedder, *, batch: int = 256,

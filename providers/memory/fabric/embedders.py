@@ -1,19 +1,21 @@
-"""Embedders: the protocol the fabric embeds through, the text a note is embedded from, and the
-deterministic hash embedder.
+"""Embedders: the protocol the fabric embeds through, the text a note is embedded from, the
+deterministic hash embedder, and the choice by name.
 
 The store records the embedder's ``name`` and ``dims``; opening a store with another embedder
 is refused, so vectors from two models never mix in one index (``afi db reembed`` moves a store's
-vectors to another embedder, :mod:`.reembed`).
+vectors to another embedder, :mod:`.reembed`). The sentence embedder (all-MiniLM-L6-v2 on
+onnxruntime) is :class:`.onnx_minilm.OnnxMiniLM`.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .errors import MemoryValidationError
+from .onnx_minilm import OnnxMiniLM
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,7 +23,8 @@ if TYPE_CHECKING:
 
     from .types import MemoryNote
 
-__all__ = ["Embedder", "HashEmbedder", "bags_of_words", "embedding_text", "hash_tokens"]
+__all__ = ["EMBEDDERS", "Embedder", "HashEmbedder", "bags_of_words", "embedder_from_name", "embedding_text",
+           "hash_tokens"]  # fmt: skip
 
 # letters and digits of any script, no underscore: for ASCII exactly [a-z0-9]+ after lowercasing
 _TOKEN = re.compile(r"[^\W_]+")
@@ -97,3 +100,19 @@ class HashEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         out /= norms
         return out
+
+
+# The embedders a host can name: the sentence model, and the hash embedder (no model, deterministic).
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"minilm": OnnxMiniLM, "hash": HashEmbedder}
+
+
+def embedder_from_name(name: str) -> Embedder:
+    """Given ``"minilm"`` (all-MiniLM-L6-v2 on onnxruntime) or ``"hash"``, return a new embedder of that kind.
+
+    Raises:
+        MemoryValidationError: an unknown name (the message lists the known ones).
+    """
+    make = EMBEDDERS.get(name) if isinstance(name, str) else None
+    if make is None:
+        raise MemoryValidationError(f"unknown embedder {name!r}: use {' or '.join(map(repr, EMBEDDERS))}")
+    return make()

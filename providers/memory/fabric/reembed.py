@@ -29,14 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from afi.storage.database import Connection, Database
+from afi.storage.database import Database
 
+from .choice import recorded_in
 from .embedders import Embedder, embedding_text
 from .errors import MemoryValidationError
 from .rows import _SELECT, iso_now, note_from_row
 from .vector_swap import PgVectorSwap, SqliteVectorSwap, VectorSwap
 
-__all__ = ["STAGED", "TARGET", "Progress", "Reembedded", "recorded_embedder", "reembed_store", "staged_move"]
+__all__ = ["STAGED", "TARGET", "Progress", "Reembedded", "reembed_store", "staged_move"]
 
 STAGED = "afi_reembed_vectors"
 TARGET = "afi_reembed_target"
@@ -72,13 +73,6 @@ class Reembedded:
     discarded: str | None = None  # an unfinished move to another embedder, dropped
 
 
-def recorded_embedder(conn: Connection) -> Named:
-    """The embedder ``meta`` names, and its dims (None, None: no store has recorded one yet)."""
-    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
-    dims = rows.get("dims")
-    return rows.get("embedder"), int(dims) if dims is not None and str(dims).isdigit() else None
-
-
 def staged_move(database: Database) -> tuple[str, int, int] | None:
     """The unfinished move a stopped run left (its embedder, dims and staged vectors), or None."""
     with database.read() as conn:
@@ -109,7 +103,7 @@ def reembed_store(database: Database, embedder: Embedder, *, batch: int = 256,
     report: Progress = progress or (lambda phase, done, total: None)
     target = (embedder.name, embedder.dims)
     with database.read() as conn:
-        before = recorded_embedder(conn)
+        before = recorded_in(conn)
     pending = staged_move(database)
     discarded = None
     if pending is not None and pending[:2] != target:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from afi.providers.memory import Embedder, HashEmbedder, MemoryValidationError
+from afi.providers.memory import Embedder, HashEmbedder, MemoryValidationError, OnnxMiniLM, embedder_from_name
 
 
 def test_hash_embedder_rows_are_unit_float32_and_deterministic() -> None:
@@ -30,3 +30,16 @@ def test_hash_embedder_is_a_bag_of_lowercase_tokens() -> None:
 def test_hash_embedder_refuses_bad_dims(dims: int) -> None:
     with pytest.raises(MemoryValidationError):
         HashEmbedder(dims=dims)
+
+
+def test_embedders_by_name_are_the_sentence_model_and_the_hash() -> None:
+    minilm = embedder_from_name("minilm")
+    assert isinstance(minilm, OnnxMiniLM) and (minilm.name, minilm.dims) == ("minilm-l6-v2-int8", 384)
+    hashed = embedder_from_name("hash")
+    assert isinstance(hashed, HashEmbedder) and hashed.name == "hash-fnv1a-384"
+
+
+@pytest.mark.parametrize("name", ["bert", "auto", "MiniLM", "", None])
+def test_an_unknown_embedder_name_is_refused_listing_the_known_ones(name: str) -> None:
+    with pytest.raises(MemoryValidationError, match=r"unknown embedder .*: use 'minilm' or 'hash'"):
+        embedder_from_name(name)
