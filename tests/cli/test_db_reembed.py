@@ -183,9 +183,9 @@ def test_a_store_of_another_embedder_is_refused_then_moved_over(tmp_path: Path) 
     refused = afi("ls", "/facts", db=db)
     assert refused.returncode == 2
     assert "'hash-fnv1a-256' (256 dims)" in refused.stderr and "'hash-fnv1a-384' (384 dims)" in refused.stderr
-    assert "afi db reembed --embedder hash-fnv1a-384" in refused.stderr, refused.stderr
+    assert "afi db reembed --embedder hash`" in refused.stderr, refused.stderr
 
-    moved = afi("db", "reembed", "--embedder", "hash-fnv1a-384", db=db)  # the command the refusal names
+    moved = afi("db", "reembed", "--embedder", "hash", db=db)  # the command the refusal names
     assert moved.returncode == 0, moved.stderr
     assert "40 notes re-embedded, 'hash-fnv1a-256' (256 dims) -> 'hash-fnv1a-384' (384 dims)" in moved.stdout
     assert "re-embedding" in moved.stdout and "swapping" in moved.stdout  # the progress bars
@@ -193,7 +193,7 @@ def test_a_store_of_another_embedder_is_refused_then_moved_over(tmp_path: Path) 
     listed = afi("ls", "/facts", db=db)
     assert listed.returncode == 0, listed.stderr
 
-    again = afi("db", "reembed", "--embedder", "hash", db=db)
+    again = afi("db", "reembed", "--embedder", "hash-fnv1a-384", db=db)  # the name a store records, too
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == [f"{db}: already on embedder 'hash-fnv1a-384' (384 dims); nothing to do"]
 

@@ -19,7 +19,7 @@ from .errors import MemoryValidationError
 if TYPE_CHECKING:
     from afi.storage.database import Database
 
-__all__ = ["DEFAULT_EMBEDDER", "EmbedderChoice", "embedder_named", "recorded_embedder", "recorded_in"]
+__all__ = ["DEFAULT_EMBEDDER", "EmbedderChoice", "embedder_named", "recorded_embedder", "recorded_in", "short_name"]
 
 DEFAULT_EMBEDDER = "minilm"
 _HASH_PREFIX = "hash-fnv1a-"
@@ -45,6 +45,17 @@ def embedder_named(name: str) -> Embedder:
         f"unknown embedder {name!r}: use {' or '.join(map(repr, EMBEDDERS))} (or the name a store records, "
         f"such as {HashEmbedder().name!r})"
     )
+
+
+def short_name(name: str) -> str:
+    """The name a person gives for the embedder a store records as ``name`` (``minilm-l6-v2-int8`` is
+    ``minilm``, ``hash-fnv1a-384`` is ``hash``), or ``name`` itself when no shorter one means it."""
+    if name == HashEmbedder().name:
+        return "hash"
+    for short in EMBEDDERS:
+        if short != "hash" and embedder_from_name(short).name == name:
+            return short
+    return name
 
 
 def _from_record(name: str, dims: int) -> Embedder:

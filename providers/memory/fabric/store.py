@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection, Database, open_database
 
+from .choice import short_name
 from .errors import MemoryValidationError
 from .rows import (
     _INDEX_SELECT,
@@ -154,9 +155,10 @@ class Store(ScopeSideRows):
                 rows = dict(conn.execute(_EMBEDDER).fetchall())
         if rows.get("embedder") != name or rows.get("dims") != str(dims):
             raise MemoryValidationError(
-                f"this store's vectors came from embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); "
-                f"it cannot be opened with {name!r} ({dims} dims): open it with {rows.get('embedder')!r}, or "
-                f"move its vectors over with `afi db reembed --embedder {name}`"
+                f"this store's vectors came from embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); it "
+                f"cannot be opened with {name!r} ({dims} dims): name no embedder (no --embedder, no AFI_EMBEDDER) "
+                f"to open it with its own, or move its vectors over with `afi db reembed --embedder "
+                f"{short_name(name)}`"
             )
 
     def check_vectors(self, conn: Connection | None = None) -> None:
