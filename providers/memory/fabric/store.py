@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
+_RECORD = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
 _EMBEDDER = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')"
 
 
@@ -148,10 +149,7 @@ class Store(ScopeSideRows):
             rows = dict(conn.execute(_EMBEDDER).fetchall())
         if not rows:  # a new store: the first opener records it (a write only this once)
             with self.write() as conn:
-                conn.executemany(
-                    "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                    [("embedder", name), ("dims", str(dims))],
-                )
+                conn.executemany(_RECORD, [("embedder", name), ("dims", str(dims))])
                 rows = dict(conn.execute(_EMBEDDER).fetchall())
         if rows.get("embedder") != name or rows.get("dims") != str(dims):
             raise MemoryValidationError(
@@ -173,6 +171,11 @@ class Store(ScopeSideRows):
                 rows = dict(conn.execute(_EMBEDDER).fetchall())
         else:
             rows = dict(conn.execute(_EMBEDDER).fetchall())
+            if not rows:  # recorded when this store opened, in a transaction that was then rolled back
+                conn.executemany(_RECORD, [("embedder", self.embedder_name), ("dims", str(self.dims))])
+                rows = dict(conn.execute(_EMBEDDER).fetchall())
+        if not rows:  # nothing recorded yet, so nothing moved: the next vector written records it
+            return
         if rows.get("embedder") != self.embedder_name or rows.get("dims") != str(self.dims):
             raise MemoryValidationError(
                 f"this store's vectors were moved over to embedder {rows.get('embedder')!r} ({rows.get('dims')} "

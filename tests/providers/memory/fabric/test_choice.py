@@ -58,3 +58,20 @@ def test_a_store_of_an_embedder_this_afi_lacks_says_how_to_move_it(tmp_path: Pat
     memory.close()
     with pytest.raises(MemoryValidationError, match="afi db reembed --embedder minilm"):
         create_memory(tmp_path / "old.db", tenant_id="t", resource_id="r", thread_id="t")
+
+
+def test_a_store_first_opened_in_a_refused_write_records_its_embedder_with_its_first_vector(tmp_path: Path) -> None:
+    """The record a new store makes when it opens is part of the transaction it opened in: a refused
+    first write rolls it back, and the first vector written records it again."""
+    import sqlite3
+
+    from afi.provider import Caller
+
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    owner = Caller(principal="local", space="default")
+    with pytest.raises(MemoryValidationError):
+        provider.remember(owner, kind="fact", content="tagged", tags=["a\x00b"])
+    provider.remember(owner, kind="fact", content="the next write is stored")
+    with sqlite3.connect(tmp_path / "afi.db") as conn:
+        recorded = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')").fetchall())
+    assert recorded == {"embedder": "hash-fnv1a-384", "dims": "384"}
