@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -43,10 +44,38 @@ class Mount:
         return True
 
 
+# /proc/self/mountinfo writes a space, tab, newline and backslash in a mount point as \ooo
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def is_mounted(path: Path) -> bool:
+    """Whether something is mounted on ``path``, a stale FUSE mount too (whose daemon is gone: ``stat``
+    fails with ENOTCONN there, so ``os.path.ismount`` says False)."""
+    target = os.path.abspath(path)
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+        for line in table:
+            point = line.split(" ", 5)[4]
+            # the kernel escapes a space, tab, newline and backslash as \ooo
+            if point.encode().decode("unicode_escape") == target:
+                return True
+    return False
+
+
+def wait_unmounted(path: Path, seconds: float = 10.0) -> bool:
+    """Wait until nothing is mounted on ``path`` (a killed mount's helper takes it down); False past
+    ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while is_mounted(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def unmount(path: Path) -> None:
     """Take a FUSE mount down, lazily if it is busy; quiet when nothing is mounted."""
     for args in (["fusermount3", "-u", str(path)], ["fusermount3", "-u", "-z", str(path)]):
-        if not os.path.ismount(path):
+        if not is_mounted(path):
             return
         subprocess.run(args, capture_output=True, timeout=20)
 

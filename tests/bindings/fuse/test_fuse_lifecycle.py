@@ -6,12 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.fuse import AFI, afi_mount, needs_fuse, unmount
+from tests.support.fuse import AFI, afi_mount, needs_fuse, unmount, wait_unmounted
 
 pytestmark = needs_fuse
 
@@ -27,15 +26,6 @@ trio.run(pyfuse3.main)
 
 def _store(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "afi.db", tmp_path / "files"
-
-
-def _wait_unmounted(path: Path, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while os.path.ismount(path):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _mount_cli(mountpoint: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -58,7 +48,7 @@ def test_a_killed_mount_leaves_no_mount_and_the_next_mount_reuses_the_folder(tmp
         (mount.path / "facts" / "kept.md").write_text("Survives a crash.\n")
         mount.process.kill()
         mount.process.wait(10)
-        assert _wait_unmounted(mount.path), "a killed afi mount left its mount behind"
+        assert wait_unmounted(mount.path), "a killed afi mount left its mount behind"
     with afi_mount(tmp_path / "m", *_store(tmp_path)) as again:
         assert "Survives a crash." in (again.path / "facts" / "kept.md").read_text()
 
@@ -113,7 +103,7 @@ def test_without_foreground_it_returns_once_mounted(tmp_path: Path) -> None:
         assert os.path.ismount(mountpoint) and "facts" in os.listdir(mountpoint)
     finally:
         unmount(mountpoint)
-    assert _wait_unmounted(mountpoint)
+    assert wait_unmounted(mountpoint)
 
 
 def test_mount_has_help() -> None:
