@@ -104,9 +104,12 @@ class ImportVerbs:
         finally:
             if journal is not None:
                 journal.close()
+                # the journal goes before the marker: a process killed between the two leaves a claim whose
+                # import committed (the marker says so) and nothing to undo; the other way round, the next
+                # sweep found a journal and no marker, and put back the files of a committed import
+                shutil.rmtree(journal.staging, ignore_errors=True)
                 if committed:
                     forget_marker(self._db, journal.marker)
-                shutil.rmtree(journal.staging, ignore_errors=True)
             claim.release()
 
     def _one_import(self, callers: list[Caller], run: Callable[[], T], journal: FileJournal | None) -> T:

@@ -98,3 +98,45 @@ def test_the_cli_refuses_an_import_past_the_quota_midway_and_keeps_the_files_the
     assert done.returncode == 2 and ": too_large: " in done.stderr and "Traceback" not in done.stderr, done.stderr
     after = {p: p.read_bytes() for p in sorted((tmp_path / "files").rglob("*")) if p.is_file()}
     assert after == before  # Long 0's new bytes, written first, were put back
+
+
+def _crash_after_commit(db: str, root: str, where: str) -> None:
+    """In a process of its own: an import commits, then the process is killed as it tidies up (as it
+    removes its journal, or as it forgets its commit marker)."""
+    from afi.providers.memory import import_verbs
+
+    provider = MemoryProvider(db, root)
+
+    def run(journal: FileJournal | None) -> None:
+        assert journal is not None
+        provider.remember(OWNER, kind="fact", name="imported", content="a note of the committed import")
+        for rel, data in WRITES:
+            journal.before_write(rel, data)
+            provider.write(OWNER, f"/files/{rel}", data)
+
+    def die(*_: object, **__: object) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if where == "journal":
+        import_verbs.shutil.rmtree = die  # type: ignore[assignment]
+    else:
+        import_verbs.forget_marker = die  # type: ignore[assignment]
+    provider.import_whole(OWNER, run, files=True)
+
+
+@pytest.mark.parametrize("where", ["journal", "marker"])
+def test_an_import_killed_after_it_committed_keeps_its_files_at_the_next_open(tmp_path: Path, where: str) -> None:
+    db, root = tmp_path / "afi.db", tmp_path / "files"
+    client = LocalClient(MemoryProvider(db, root), OWNER)
+    client.write("/files/a.txt", b"old a")
+    child = multiprocessing.get_context("spawn").Process(target=_crash_after_commit, args=(str(db), str(root), where))
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL
+    assert (root / ".afi-claim-default").exists()  # killed before it let go of its claim
+    MemoryProvider(db, root)  # the next open sweeps the claim: the import committed, nothing is undone
+    assert _notes(db) == ["imported"]
+    assert {rel: (root / "default" / rel).read_bytes() for rel, _ in WRITES} == dict(WRITES)
+    assert sorted(p.name for p in root.iterdir()) == ["default"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'import-committed:%'").fetchone()[0] == 0
