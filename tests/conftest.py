@@ -159,6 +159,20 @@ def pg_store_url(postgres_databases: Databases) -> Iterator[str]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
+def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Two new, empty stores on one engine (a store keeps one embedder's vectors): SQLite files, then
+    PostgreSQL databases."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "a.db"), str(tmp_path / "b.db")
+        return
+    databases = request.getfixturevalue("postgres_databases")
+    made = [databases.fresh(), databases.fresh()]
+    yield made[0], made[1]
+    for url in made:
+        databases.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A new, empty store on each engine in turn: a SQLite file path, then a PostgreSQL URL."""
     if request.param == "sqlite":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -88,19 +87,6 @@ SEQUENCE = [
     "Tea, not coffee, after four in the afternoon",
     "My brother Luca lives in Rome and teaches piano there",
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """Two new, empty stores on one engine (a store keeps one embedder's vectors)."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "hash.db"), str(tmp_path / "dense.db")
-        return
-    databases = request.getfixturevalue("postgres_databases")
-    urls = databases.fresh(), databases.fresh()
-    yield urls
-    for url in urls:
-        databases.drop(url)
 
 
 def test_a_dense_store_folds_as_a_hash_store_does(two_stores: tuple[str, str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,19 +123,6 @@ def answers(provider: MemoryProvider) -> list[str]:
             page = client.search({"semantic": _text(n, space)}, path="/facts", limit=3)
             out.append(page.matches[0].path if page.matches else "")
     return out
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """Two new, empty stores on one engine: SQLite files, then PostgreSQL databases."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "a.db"), str(tmp_path / "b.db")
-        return
-    databases = request.getfixturevalue("postgres_databases")
-    made = [databases.fresh(), databases.fresh()]
-    yield made[0], made[1]
-    for url in made:
-        databases.drop(url)
 
 
 @pytest.mark.parametrize("new", [HashEmbedder(384), Projected()], ids=["hash-384", "dense"])
