@@ -23,17 +23,26 @@ OWNER = Caller(principal="local", space="default")
 WRITES = [("a.txt", b"imported a"), ("b.txt", b"imported b"), ("new/deeper/c.txt", b"imported c")]
 
 
+def _write_the_import(provider: MemoryProvider, journal: FileJournal | None, content: str) -> None:
+    """An import's work: a note, and WRITES written in place, each journaled first."""
+    assert journal is not None
+    provider.remember(OWNER, kind="fact", name="imported", content=content)
+    for rel, data in WRITES:
+        journal.before_write(rel, data)
+        provider.write(OWNER, f"/files/{rel}", data)
+
+
+def _die(*_: object, **__: object) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _crash_midway(db: str, root: str) -> None:
     """In a process of its own: an import writes its files, then the process is killed before it commits."""
     provider = MemoryProvider(db, root)
 
     def run(journal: FileJournal | None) -> None:
-        assert journal is not None
-        provider.remember(OWNER, kind="fact", name="imported", content="a note of the killed import")
-        for rel, data in WRITES:
-            journal.before_write(rel, data)
-            provider.write(OWNER, f"/files/{rel}", data)
-        os.kill(os.getpid(), signal.SIGKILL)
+        _write_the_import(provider, journal, "a note of the killed import")
+        _die()
 
     provider.import_whole(OWNER, run, files=True)
 
@@ -108,19 +117,12 @@ def _crash_after_commit(db: str, root: str, where: str) -> None:
     provider = MemoryProvider(db, root)
 
     def run(journal: FileJournal | None) -> None:
-        assert journal is not None
-        provider.remember(OWNER, kind="fact", name="imported", content="a note of the committed import")
-        for rel, data in WRITES:
-            journal.before_write(rel, data)
-            provider.write(OWNER, f"/files/{rel}", data)
-
-    def die(*_: object, **__: object) -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
+        _write_the_import(provider, journal, "a note of the committed import")
 
     if where == "journal":
-        import_verbs.shutil.rmtree = die  # type: ignore[assignment]
+        import_verbs.shutil.rmtree = _die  # type: ignore[assignment]
     else:
-        import_verbs.forget_marker = die  # type: ignore[assignment]
+        import_verbs.forget_marker = _die  # type: ignore[assignment]
     provider.import_whole(OWNER, run, files=True)
 
 
