@@ -176,7 +176,7 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
     from afi.app.dbcopy import CopyPlan, copy_store, verify_copy
     from tests.support.postgres import Databases, postgres_server
 
-    n = notes or (5_000 if quick else DEFAULT_NOTES)
+    n = notes or (2_000 if quick else DEFAULT_NOTES)
     with tempfile.TemporaryDirectory() as tmp, postgres_server(settings=SERVER_SETTINGS) as server_url:
         base = Path(tmp)
         sqlite_db, root = base / "afi.db", base / "files"

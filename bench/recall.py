@@ -65,12 +65,12 @@ def bm25_latencies(db: Path, texts: list[str], queries: list[str]) -> list[float
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    """Run the benchmark (``quick``: 10k notes), print the table, write the JSON; return it."""
+    """Run the benchmark (``quick``: 3k notes), print the table, write the JSON; return it."""
     from afi.providers.memory import create_memory, create_memory_fabric
 
-    size = 10_000 if quick else 100_000
+    size = 3_000 if quick else 100_000
     texts = corpus(size, seed=1)
-    queries = queries_for(texts, 200 if quick else 500, seed=3)
+    queries = queries_for(texts, 100 if quick else 500, seed=3)
     with tempfile.TemporaryDirectory(prefix="afi-bench-") as tmp:
         memory = create_memory(Path(tmp) / "recall.db", tenant_id="bench", resource_id="r", thread_id="t")
         fabric = create_memory_fabric(memory)

@@ -104,7 +104,7 @@ def _bundle(folder: Path) -> Path:
     provider = MemoryProvider(folder / "src.db", folder / "src-files")
     for space in ("alpha", "beta"):
         client = LocalClient(provider, Caller(principal="local", space=space))
-        for n in range(300):
+        for n in range(150):
             client.write(f"/facts/fact-{n:03}.md", f"{space} fact {n}: the okapi gate".encode())
         for n in range(40):
             client.write(f"/files/dir{n % 4}/file-{n:03}.txt", f"{space} bytes {n}\n".encode() * 20)
@@ -116,7 +116,7 @@ def _bundle(folder: Path) -> Path:
 
 
 SOURCES: dict[str, Source] = {
-    "markdown": Source(_markdown(500), trials=10),
+    "markdown": Source(_markdown(300), trials=7),
     "markdown, long notes as files over files already there": Source(_markdown(150, 10), seed=_files_already_there),
     "mcp-memory": Source(_mcp_memory, trials=5),
     "mem0": Source(_mem0, trials=5),

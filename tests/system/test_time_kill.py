@@ -55,9 +55,9 @@ def _run(args: list[str], db: Path, root: Path, kill_after: float | None = None)
 def _build(db: Path, root: Path) -> None:
     provider = MemoryProvider(db, root)
     src = LocalClient(provider, Caller(principal="local", space="src"))
-    for n in range(300):
+    for n in range(150):
         src.write(f"/facts/fact-{n:03}.md", f"fact {n}: the okapi gate opens at {n} o'clock".encode())
-    for n in range(300):
+    for n in range(150):
         src.write(f"/files/dir{n % 6}/file-{n:03}.txt", f"first bytes of {n}\n".encode() * 40)
         src.write(f"/files/dir{n % 6}/file-{n:03}.txt", f"second bytes of {n}\n".encode() * 40)
     messages = [{"role": "user", "text": f"line {n}", "entry_id": f"m{n}"} for n in range(50)]
