@@ -24,14 +24,12 @@ def mount_auth(
     app: Starlette, db: Path | str, *, space: str | None, issuer: IssuerConfig | None, builtin: bool,
     client_metadata: ClientMetadataPolicy | None = None,
 ) -> None:  # fmt: skip
-    """Given the app, its store and ``afi serve``'s options, serve the authorization server it asks for."""
-    if issuer is not None:
-        mount_oauth(app, None, issuer=issuer.issuer)
-        return
+    """Given the app, its store and ``afi serve``'s options, serve the authorization server it asks for:
+    the built-in one when ``builtin`` (:attr:`AppSpec.builtin_oauth`), else only the ``issuer``'s name."""
     server = None
     if builtin:
         spaces = {space} if space else None
         server = AfiAuthorizationServer(
             open_database(db), default_space=space or "default", allowed_spaces=spaces, client_metadata=client_metadata
         )
-    mount_oauth(app, server)
+    mount_oauth(app, server, issuer=issuer.issuer if issuer is not None else None)

@@ -78,6 +78,11 @@ class AppSpec:
     client_metadata: ClientMetadataPolicy = field(default_factory=ClientMetadataPolicy)  # CIMD fetches
     embedder: str | None = None  # afi serve --embedder (else AFI_EMBEDDER; else the store's, or the default)
 
+    @property
+    def builtin_oauth(self) -> bool:
+        """Whether this server is its own authorization server: asked for, and no issuer named instead."""
+        return self.oauth and self.issuer is None
+
     def build(self, *, wait: bool = False) -> tuple[FastAPI, MemoryProvider]:
         """Open the provider over the store and return the app serving it, with the provider.
 
@@ -91,7 +96,7 @@ class AppSpec:
         spaces = {self.space} if self.space else None
         app = create_app(provider, rate_limit=limiter, allowed_spaces=spaces, default_space=self.space)
         mount_web(app)
-        builtin = self.oauth and self.issuer is None
+        builtin = self.builtin_oauth
         name_servers(app, issuer=self.issuer.issuer if self.issuer else None, builtin=builtin)
         paths = (OAUTH_PATHS if builtin else ()) + (MCP_PATHS if self.mcp else ())
         if paths:
@@ -111,7 +116,7 @@ class AppSpec:
 
         doors = Starlette()
         mount_auth(
-            doors, self.db, space=self.space, issuer=self.issuer, builtin=self.oauth,
+            doors, self.db, space=self.space, issuer=self.issuer, builtin=self.builtin_oauth,
             client_metadata=self.client_metadata,
         )  # fmt: skip
         if self.mcp:

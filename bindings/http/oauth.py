@@ -39,7 +39,14 @@ from starlette.routing import Route
 from afi.auth.door import Door
 from afi.auth.oauth.client_auth import HashedSecretAuthenticator
 from afi.auth.oauth.client_metadata import ClientMetadataError, is_document_client
-from afi.auth.oauth.paths import AS_METADATA_PATH, CONSENT_PATH
+from afi.auth.oauth.paths import (
+    AS_METADATA_PATH,
+    AUTHORIZE_PATH,
+    CONSENT_PATH,
+    REGISTER_PATH,
+    REVOKE_PATH,
+    TOKEN_PATH,
+)
 from afi.auth.oauth.resource import name_servers, named_servers
 from afi.auth.oauth.server import BASE_URL, GRANTABLE, AfiAuthorizationServer
 from afi.errors import AfiError, Forbidden
@@ -72,10 +79,10 @@ class OAuthRoutes:
     def routes(self) -> list[Route]:
         return [
             Route(AS_METADATA_PATH, self.metadata, methods=["GET"]),
-            Route("/oauth/authorize", self.authorize, methods=["GET", "POST"]),
-            Route("/oauth/token", self.token, methods=["POST"]),
-            Route("/oauth/register", self.register, methods=["POST"]),
-            Route("/oauth/revoke", self.revoke, methods=["POST"]),
+            Route(AUTHORIZE_PATH, self.authorize, methods=["GET", "POST"]),
+            Route(TOKEN_PATH, self.token, methods=["POST"]),
+            Route(REGISTER_PATH, self.register, methods=["POST"]),
+            Route(REVOKE_PATH, self.revoke, methods=["POST"]),
             Route(CONSENT_PATH, self.consent_page, methods=["GET"]),
             Route(CONSENT_PATH, self.consent_answer, methods=["POST"]),
         ]
@@ -85,10 +92,10 @@ class OAuthRoutes:
         metadata = OAuthMetadata.model_validate(
             {
                 "issuer": base,
-                "authorization_endpoint": base + "/oauth/authorize",
-                "token_endpoint": base + "/oauth/token",
-                "registration_endpoint": base + "/oauth/register",
-                "revocation_endpoint": base + "/oauth/revoke",
+                "authorization_endpoint": base + AUTHORIZE_PATH,
+                "token_endpoint": base + TOKEN_PATH,
+                "registration_endpoint": base + REGISTER_PATH,
+                "revocation_endpoint": base + REVOKE_PATH,
                 "scopes_supported": list(GRANTABLE),
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from afi.auth.door import Door, InvalidToken, is_loopback_origin, one_header
-from afi.auth.oauth.paths import METADATA_PATH
+from afi.auth.oauth.paths import MCP_ENDPOINT_PATHS, MCP_METADATA_PATHS, METADATA_PATH
 from afi.auth.oauth.resource import advertised_scopes, named_servers
 from afi.auth.ratelimit import RateLimiter
 from afi.errors import HTTP_STATUS, AfiError, Forbidden, Internal, TooLarge, Unauthorized, Unsupported
@@ -248,11 +248,8 @@ class _SessionNotFound(AfiError):
 
 def mount_mcp(app: Starlette, mcp: McpHttp) -> None:
     """Serve ``mcp`` at ``/mcp``, ``/mcp/`` and ``/spaces/{space}/mcp`` of ``app``, run by its lifespan."""
-    routes = [Route(path, endpoint=mcp) for path in ("/mcp", "/mcp/", "/spaces/{space}/mcp", "/spaces/{space}/mcp/")]
-    routes += [
-        Route(METADATA_PATH + "/mcp", endpoint=mcp.metadata, methods=["GET"]),
-        Route(METADATA_PATH + "/spaces/{space}/mcp", endpoint=mcp.metadata, methods=["GET"]),
-    ]
+    routes = [Route(path, endpoint=mcp) for path in MCP_ENDPOINT_PATHS]
+    routes += [Route(path, endpoint=mcp.metadata, methods=["GET"]) for path in MCP_METADATA_PATHS]
     app.router.routes[0:0] = routes
     inner: Callable[[Any], AbstractAsyncContextManager[Any]] = app.router.lifespan_context
 
