@@ -1,10 +1,13 @@
 """Adjacent notes: a note written just before or after another, about the same moment, lends it relevance.
 
 A conversation stored turn by turn, or the notes taken from one session, is a run of notes written one
-after another that refer to the same time: the same ``t_ref`` (the session's date) or, without one,
-created within :data:`SAME_MOMENT_SECONDS` of each other. The turn that holds an answer is often not the
-one that names the subject ("What did she paint?" is answered by the reply to the turn about painting),
-so recall lets a note borrow the relevance of the notes adjacent to it in its run:
+after another that say they refer to the same time: ``t_ref`` (the session's date, or each message's
+time) within :data:`SAME_MOMENT_SECONDS` of each other. Notes without ``t_ref`` (a fact remembered on
+its own, a file) take no part: being written one after the other says nothing of their subjects.
+
+The turn that holds an answer is often not the one that names the subject ("What did she paint?" is
+answered by the reply to the turn about painting), so recall lets a note borrow the relevance of the
+notes adjacent to it in its run:
 
     relevance = own + weight × lent × (1 − own)
 
@@ -21,12 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .memory import Memory
-from .rows import iso_to_epoch
+__all__ = ["SAME_MOMENT_SECONDS", "adjacent_rowids", "lift"]
 
-__all__ = ["SAME_MOMENT_SECONDS", "adjacent_rowids", "lift", "moments"]
-
-# Notes without t_ref created this close together are one run (turns of one exchange, written as it goes).
+# Notes whose t_ref lie this close together are one run (the messages of one exchange, an hour at most apart).
 SAME_MOMENT_SECONDS = 3600.0
 
 
@@ -41,28 +41,14 @@ def adjacent_rowids(top: Iterable[int], known: set[int], span: int) -> list[int]
     return list(out)
 
 
-def moments(memory: Memory, rowids: Sequence[int]) -> dict[int, float]:
-    """Given rowids of the scope, return when each note is about (``t_ref``, else ``created_at``) as epoch
-    seconds; rowids not in the scope are left out."""
-    if not rowids:
-        return {}
-    scope = memory.scope
-    with memory.store.read() as conn:
-        rows = conn.execute(
-            f"SELECT rowid, t_ref, created_at FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            f"{memory.store.scope_rows()}",
-            (*rowids, scope.tenant_id, scope.resource_id, scope.thread_id),
-        ).fetchall()
-    return {int(rowid): iso_to_epoch(t_ref or created_at, 0.0) for rowid, t_ref, created_at in rows}
-
-
 def lift(
     fused: Sequence[tuple[int, float]], moment: dict[int, float], weight: float, span: int
 ) -> list[tuple[int, float, float]]:
-    """Given the fused ``(rowid, relevance)`` list and the moments of its notes and of their neighbours
+    """Given the fused ``(rowid, relevance)`` list and the ``t_ref`` of its notes and of their neighbours
     (a neighbour absent from ``fused`` has relevance 0), return ``(rowid, relevance, lent)`` best first.
 
-    Rowids without a moment (not the scope's, deleted) neither lend nor receive.
+    A fused note without a moment (no ``t_ref``) keeps its relevance and neither lends nor receives; a
+    neighbour without one (not the scope's, deleted, no ``t_ref``) is left out.
     """
     own = dict(fused)
     out: list[tuple[int, float, float]] = []
@@ -79,6 +65,7 @@ def lift(
         lent = weight * (1.0 - unlent) * (1.0 - mine)
         if mine > 0 or lent > 0:
             out.append((rowid, mine + lent, lent))
+    out.extend((rowid, relevance, 0.0) for rowid, relevance in fused if rowid not in moment)
     order = {rowid: i for i, (rowid, _) in enumerate(fused)}
     out.sort(key=lambda item: (-item[1], order.get(item[0], len(order))))
     return out

@@ -90,7 +90,8 @@ class FusionSettings:
     side keeps the query's rarest terms while their summed document counts stay under it (common
     terms rank little and cost most; the vector side still sees them). ``adjacent_weight``: how much of
     their relevance the notes written next to a note about the same moment lend it, up to
-    ``adjacent_span`` rows each side (:mod:`.adjacency`; 0 turns it off).
+    ``adjacent_span`` rows each side (:mod:`.adjacency`; 0 turns it off). ``date_weight``: how far a note
+    whose time meets the time the query names rises toward 1 (:mod:`.dates`; 0 turns it off).
     """
 
     mode: Literal["rrf", "vector", "lexical"] = "rrf"
@@ -101,6 +102,7 @@ class FusionSettings:
     max_postings: int = 5000
     adjacent_weight: float = 0.0
     adjacent_span: int = 2
+    date_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in ("rrf", "vector", "lexical"):
@@ -111,9 +113,10 @@ class FusionSettings:
             raise MemoryValidationError("fusion needs a positive vector_weight or lexical_weight")
         if not isinstance(self.window, int) or not 1 <= self.window <= 1000:
             raise MemoryValidationError("fusion.window must be an integer in 1..1000")
-        weight = self.adjacent_weight
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
-            raise MemoryValidationError("fusion.adjacent_weight must be a number in [0,1]")
+        for label in ("adjacent_weight", "date_weight"):
+            weight = getattr(self, label)
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+                raise MemoryValidationError(f"fusion.{label} must be a number in [0,1]")
         span = self.adjacent_span
         if isinstance(span, bool) or not isinstance(span, int) or not 1 <= span <= 8:
             raise MemoryValidationError("fusion.adjacent_span must be an integer in 1..8")

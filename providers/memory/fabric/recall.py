@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from .adjacency import adjacent_rowids, lift, moments
 from .errors import MemoryValidationError
 from .fields import canonical_time
 from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .rows import iso_to_epoch
+from .signals import Parts, lifted
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
 
 __all__ = [
@@ -67,7 +67,7 @@ class Candidate:
     score: float
     recency: float | None = None
     importance: float | None = None
-    adjacent: float | None = None  # the part of ``similarity`` adjacent notes lent (None: signal off)
+    parts: Parts = field(default_factory=Parts)  # what the date and adjacency signals added to ``similarity``
 
 
 def resolve_kinds(kinds: Any) -> tuple[str, ...]:
@@ -183,41 +183,23 @@ def recall_candidates(
                 reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
                 continue
             vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-            fused = _fuse(vector, lexical, fusion)
-            lent: dict[int, float] | None = None
-            if fusion.adjacent_weight > 0 and fused:
-                fused, lent = _adjacent(memory, index, mask, fused, depth, fusion)
+            fused, parts = lifted(
+                memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion
+            )
             fused = fused[:depth]
             cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
         break
     if not fused:
         return []
     if scoring is not None:
-        return _scored(memory, fused, cosines, scoring, limit, lent)
+        return _scored(memory, fused, cosines, scoring, limit, parts)
     by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
     out: list[Candidate] = []
     for rowid, relevance in fused:
         note = by_rowid.get(rowid)
         if note is not None:  # None: deleted between the index read and the row read
-            adjacent = None if lent is None else lent.get(rowid, 0.0)
-            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance, adjacent=adjacent))
+            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance, parts=parts.get(rowid, Parts())))
     return out[:limit]
-
-
-def _adjacent(
-    memory: Memory, index: Any, mask: Any, fused: list[tuple[int, float]], depth: int, fusion: FusionSettings
-) -> tuple[list[tuple[int, float]], dict[int, float]]:
-    """The fused list after adjacent notes lent their relevance (:mod:`.adjacency`), and what each was lent.
-
-    The neighbours of the best ``depth`` notes join the batch when the mask lets them through (called
-    with the index's lock held, as the mask is read under it)."""
-    span = fusion.adjacent_span
-    known = {rowid for rowid, _ in fused}
-    extra = adjacent_rowids((rowid for rowid, _ in fused[:depth]), known, span)
-    passing = index.allowed_among(extra, mask) if extra else set()
-    joined = [rowid for rowid in extra if rowid in passing]
-    lifted = lift(fused, moments(memory, [*known, *joined]), fusion.adjacent_weight, span)
-    return [(rowid, relevance) for rowid, relevance, _ in lifted], {rowid: part for rowid, _, part in lifted}
 
 
 def _scored(
@@ -226,7 +208,7 @@ def _scored(
     cosines: dict[int, float],
     scoring: Scoring,
     limit: int,
-    lent: dict[int, float] | None,
+    parts: dict[int, Parts],
 ) -> list[Candidate]:
     """Score the fused batch by the blend (relevance, recency, importance) from the two columns it
     needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
@@ -260,8 +242,8 @@ def _scored(
         for score, rowid, relevance, recency, importance in chunk:
             note = notes.get(rowid)
             if note is not None:
-                adjacent = None if lent is None else lent.get(rowid, 0.0)
-                out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance, adjacent))
+                part = parts.get(rowid, Parts())
+                out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance, part))
     return out
 
 
@@ -330,7 +312,8 @@ def recall(
                 recency=cand.recency,
                 importance=cand.importance,
                 cosine=cand.cosine,
-                adjacent=cand.adjacent,
+                dated=cand.parts.dated,
+                adjacent=cand.parts.adjacent,
                 link=linked,
                 valid=True,
             )

@@ -37,11 +37,11 @@ def test_lent_relevance_fills_what_own_relevance_leaves_and_stays_under_one() ->
     assert lifted[2] == pytest.approx((1.0, 0.4))
 
 
-def test_notes_about_other_moments_lend_nothing_and_unknown_rows_are_left_out() -> None:
+def test_notes_about_other_moments_lend_nothing_and_notes_without_one_keep_their_own() -> None:
     moments = {1: 0.0, 2: SAME_MOMENT_SECONDS + 1, 3: SAME_MOMENT_SECONDS}
     out = lift([(1, 0.9), (4, 0.7)], moments, 0.5, 2)
-    assert [(rowid, lent) for rowid, _, lent in out] == [(1, 0.0), (3, pytest.approx(0.225))]
-    # 2 is a day's session later: nothing lent, so it stays out; 4 has no moment (not the scope's)
+    assert [(rowid, lent) for rowid, _, lent in out] == [(1, 0.0), (4, 0.0), (3, pytest.approx(0.225))]
+    # 2 is more than an hour after 1: nothing lent, so it stays out; 4 has no moment: its own relevance only
 
 
 def test_the_order_is_by_relevance_then_the_fused_order() -> None:
@@ -107,9 +107,17 @@ def test_a_forgotten_neighbour_does_not_join(fabric: MemoryFabric) -> None:
     assert [h.id for h in found.hits] == [ids["ask"]]
 
 
-def test_notes_without_t_ref_written_together_are_one_run(fabric: MemoryFabric) -> None:
+def test_notes_without_t_ref_take_no_part(fabric: MemoryFabric) -> None:
     first = fabric.remember(kind="fact", content="the deploy key lives in the vault")
-    second = fabric.remember(kind="fact", content="rotate it every ninety days")
+    fabric.remember(kind="fact", content="rotate it every ninety days")
+    found = fabric.recall("deploy key vault", scoring={"fusion": LEXICAL})
+    assert [h.id for h in found.hits] == [first.id]
+    assert [e.adjacent for e in found.explain] == [0.0]
+
+
+def test_messages_minutes_apart_are_one_run(fabric: MemoryFabric) -> None:
+    first = fabric.remember(kind="fact", content="the deploy key lives in the vault", t_ref="2026-03-02T09:00:00Z")
+    second = fabric.remember(kind="fact", content="rotate it every ninety days", t_ref="2026-03-02T09:40:00Z")
     found = fabric.recall("deploy key vault", scoring={"fusion": LEXICAL})
     assert [h.id for h in found.hits] == [first.id, second.id]
 
