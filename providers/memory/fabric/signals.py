@@ -1,9 +1,11 @@
 """Signals beyond the two rankings: the time a query names (:mod:`.dates`) and adjacent notes
 (:mod:`.adjacency`), applied to the fused batch before it is cut, each part kept for the explain rows.
 
-A note whose time meets the query's window gains ``date_weight × (1 − relevance)``; then adjacent notes
-lend theirs. Both read the candidates' moments (:mod:`.moments`) in one query, and both are off when
-their weight is 0.
+When the query names a time, relevance becomes ``(1 − date_weight) × relevance + date_weight`` for a
+note whose time meets it and ``(1 − date_weight) × relevance`` for the others (its ``dated`` part is
+the difference: positive for the first, negative for the others); then adjacent notes lend theirs.
+Both read the candidates' moments (:mod:`.moments`) in one query, and both are off when their weight
+is 0.
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ def lifted(
         w = fusion.date_weight
         for i, (rowid, relevance) in enumerate(fused):
             moment = when.get(rowid)
-            if moment is not None and moment.meets(start, end):
-                dated[rowid] = w * (1.0 - relevance)
-                fused[i] = (rowid, relevance + dated[rowid])
+            meets = moment is not None and moment.meets(start, end)
+            dated[rowid] = w * ((1.0 if meets else 0.0) - relevance)
+            fused[i] = (rowid, relevance + dated[rowid])
         order = {rowid: i for i, (rowid, _) in enumerate(fused)}
         fused.sort(key=lambda item: (-item[1], order[item[0]]))
     date_part = 0.0 if window is not None else None  # None: the query names no time, or the signal is off

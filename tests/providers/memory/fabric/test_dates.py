@@ -1,11 +1,13 @@
-"""The time a question names: the parser, and a note's time meeting it."""
+"""The time a question names: the parser alone, then the date signal through recall on both engines."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 
+from afi.providers.memory import MemoryFabric, RecallResult, create_memory, create_memory_fabric
 from afi.providers.memory.fabric.dates import query_window
 from afi.providers.memory.fabric.moments import Moment
 
@@ -85,3 +87,77 @@ def test_a_moment_meets_a_window_at_its_instant_or_by_overlap() -> None:
     assert Moment(0.0, 5.0, 15.0).meets(10.0, 20.0)  # a validity window overlapping it
     assert not Moment(0.0, 0.0, 10.0).meets(10.0, 20.0)
     assert Moment(0.0, float("-inf"), float("inf")).meets(10.0, 20.0)
+
+
+@pytest.fixture
+def fabric(store_url: str) -> Iterator[MemoryFabric]:
+    memory = create_memory(store_url, tenant_id="acme", resource_id="user-1", thread_id="t1")
+    yield create_memory_fabric(memory, consolidate=False)
+    memory.close()
+
+
+DATED = {"date_weight": 0.5, "adjacent_weight": 0}
+UNDATED = {"date_weight": 0, "adjacent_weight": 0}
+
+
+def _both(fabric: MemoryFabric, query: str, as_of: str | None = None) -> tuple[dict[str, float], RecallResult]:
+    """The scores without the date signal, and the recall with it."""
+    off = fabric.recall(query, as_of=as_of, top_k=10, scoring={"fusion": UNDATED})
+    assert all(e.dated is None for e in off.explain)
+    return {h.id: h.score for h in off.hits}, fabric.recall(query, as_of=as_of, top_k=10, scoring={"fusion": DATED})
+
+
+def test_the_note_about_the_named_time_rises_and_the_others_fall(fabric: MemoryFabric) -> None:
+    may = fabric.remember(kind="fact", content="Melanie painted the lake at night", t_ref="2023-05-08T13:56:00Z")
+    july = fabric.remember(kind="fact", content="Melanie painted a sunset by the lake", t_ref="2023-07-02T10:00:00Z")
+    plain, on = _both(fabric, "What did Melanie paint in July 2023?")
+    assert plain[may.id] > plain[july.id]  # the words alone favour May's note
+    assert [h.id for h in on.hits] == [july.id, may.id]
+    parts = {e.id: e.dated for e in on.explain}
+    assert parts == {july.id: pytest.approx(0.5 * (1 - plain[july.id])), may.id: pytest.approx(-0.5 * plain[may.id])}
+    assert {h.id: h.score for h in on.hits} == {
+        july.id: pytest.approx(0.5 * plain[july.id] + 0.5),
+        may.id: pytest.approx(0.5 * plain[may.id]),
+    }
+
+
+def test_a_query_without_a_time_leaves_the_ranking_alone(fabric: MemoryFabric) -> None:
+    fabric.remember(kind="fact", content="Melanie painted the lake at night", t_ref="2023-05-08T13:56:00Z")
+    fabric.remember(kind="fact", content="Melanie painted a sunset by the lake", t_ref="2023-07-02T10:00:00Z")
+    plain, on = _both(fabric, "What did Melanie paint?")
+    assert {h.id: h.score for h in on.hits} == plain
+    assert all(e.dated is None for e in on.explain)
+
+
+def test_a_validity_window_meets_the_named_time(fabric: MemoryFabric) -> None:
+    berlin = fabric.remember(kind="fact", content="the team office is in Berlin", valid_from="2020-01-01T00:00:00Z")
+    paris = fabric.remember(
+        kind="fact", content="the team office moved to Paris offices", valid_from="2027-01-01T00:00:00Z"
+    )
+    # at 2028 both are current (nothing ended Berlin's window); only Berlin's held in 2023
+    plain, on = _both(fabric, "where was the team office in 2023?", as_of="2028-01-01T00:00:00Z")
+    parts = {e.id: e.dated for e in on.explain}
+    assert parts == {
+        berlin.id: pytest.approx(0.5 * (1 - plain[berlin.id])),
+        paris.id: pytest.approx(-0.5 * plain[paris.id]),
+    }
+    assert on.hits[0].id == berlin.id
+
+
+def test_a_note_without_t_ref_or_window_is_about_when_it_was_written(fabric: MemoryFabric) -> None:
+    note = fabric.remember(kind="fact", content="we picked the blue logo")
+    plain, on = _both(fabric, "which logo did we pick in 2001?")
+    assert {e.id: e.dated for e in on.explain} == {note.id: pytest.approx(-0.5 * plain[note.id])}
+
+
+def test_relative_times_are_read_against_as_of(fabric: MemoryFabric) -> None:
+    week_ago = fabric.remember(kind="fact", content="we shipped the importer", t_ref="2030-01-08T09:00:00Z")
+    older = fabric.remember(kind="fact", content="we shipped the exporter", t_ref="2029-10-01T09:00:00Z")
+    # 2030-01-16 is a Wednesday: last week ran from Monday 7 to Sunday 13 January
+    plain, on = _both(fabric, "what did we ship last week?", as_of="2030-01-16T15:30:00Z")
+    parts = {e.id: e.dated for e in on.explain}
+    assert parts == {
+        week_ago.id: pytest.approx(0.5 * (1 - plain[week_ago.id])),
+        older.id: pytest.approx(-0.5 * plain[older.id]),
+    }
+    assert on.hits[0].id == week_ago.id
