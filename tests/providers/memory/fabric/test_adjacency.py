@@ -69,7 +69,7 @@ def _conversation(fabric: MemoryFabric) -> dict[str, str]:
 
 def test_an_answer_is_recalled_through_the_turn_before_it(fabric: MemoryFabric) -> None:
     ids = _conversation(fabric)
-    plain = fabric.recall("paint weekend", scoring={"fusion": {"mode": "lexical"}})
+    plain = fabric.recall("paint weekend", scoring={"fusion": {"mode": "lexical", "adjacent_weight": 0}})
     assert [h.id for h in plain.hits] == [ids["ask"]]
     assert plain.explain[0].adjacent is None  # the signal is off: nothing to explain
     lifted = fabric.recall("paint weekend", scoring={"fusion": LEXICAL})
