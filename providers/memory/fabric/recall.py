@@ -19,7 +19,7 @@ from .fields import canonical_time
 from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .rows import iso_to_epoch
-from .signals import Parts, lifted
+from .signals import Lifted, Parts, lifted
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
 
 __all__ = [
@@ -183,22 +183,20 @@ def recall_candidates(
                 reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
                 continue
             vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-            fused, parts = lifted(
-                memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion
-            )
-            fused = fused[:depth]
+            signals = lifted(memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion)
+            fused = signals.ranked[:depth]
             cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
         break
     if not fused:
         return []
     if scoring is not None:
-        return _scored(memory, fused, cosines, scoring, limit, parts)
+        return _scored(memory, fused, cosines, scoring, limit, signals)
     by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
     out: list[Candidate] = []
     for rowid, relevance in fused:
         note = by_rowid.get(rowid)
         if note is not None:  # None: deleted between the index read and the row read
-            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance, parts=parts.get(rowid, Parts())))
+            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance, parts=signals.parts(rowid)))
     return out[:limit]
 
 
@@ -208,7 +206,7 @@ def _scored(
     cosines: dict[int, float],
     scoring: Scoring,
     limit: int,
-    parts: dict[int, Parts],
+    signals: Lifted,
 ) -> list[Candidate]:
     """Score the fused batch by the blend (relevance, recency, importance) from the two columns it
     needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
@@ -242,7 +240,7 @@ def _scored(
         for score, rowid, relevance, recency, importance in chunk:
             note = notes.get(rowid)
             if note is not None:
-                part = parts.get(rowid, Parts())
+                part = signals.parts(rowid)
                 out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance, part))
     return out
 

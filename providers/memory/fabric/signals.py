@@ -19,15 +19,34 @@ from .dates import query_window
 from .memory import FusionSettings, Memory
 from .moments import moments
 
-__all__ = ["Parts", "lifted"]
+__all__ = ["SIGNAL_BATCH", "Lifted", "Parts", "lifted"]
+
+
+# the signals read this many of the best fused notes (and their neighbours): a note further down would
+# need more than they can add to reach the few that are kept
+SIGNAL_BATCH = 100
 
 
 @dataclass(frozen=True)
 class Parts:
-    """What each signal added to a note's relevance (None: that signal was off)."""
+    """What each signal added to a note's relevance (None: that signal was off, or the query named no time)."""
 
     dated: float | None = None
     adjacent: float | None = None
+
+
+@dataclass(frozen=True)
+class Lifted:
+    """The batch re-ranked by the signals, and what each added to each note."""
+
+    ranked: list[tuple[int, float]]
+    dated: dict[int, float] | None = None
+    lent: dict[int, float] | None = None
+
+    def parts(self, rowid: int) -> Parts:
+        """What the signals added to the note at ``rowid``."""
+        dated = None if self.dated is None else self.dated.get(rowid, 0.0)
+        return Parts(dated, None if self.lent is None else self.lent.get(rowid, 0.0))
 
 
 def lifted(
@@ -39,34 +58,35 @@ def lifted(
     fused: list[tuple[int, float]],
     depth: int,
     fusion: FusionSettings,
-) -> tuple[list[tuple[int, float]], dict[int, Parts]]:
-    """Given the fused ``(rowid, relevance)`` batch, return it re-ranked by the signals that are on, and
-    each note's parts; called with the index's lock held (the mask is read under it)."""
+) -> Lifted:
+    """Given the fused ``(rowid, relevance)`` batch, return its best :data:`SIGNAL_BATCH` re-ranked by the
+    signals that are on (all of it when none is), with each note's parts; called with the index's lock
+    held (the mask is read under it)."""
     window = query_window(query, datetime.fromtimestamp(as_of, UTC)) if fusion.date_weight > 0 else None
-    if fused == [] or (window is None and fusion.adjacent_weight <= 0):
-        return fused, {}
-    known = {rowid for rowid, _ in fused}
+    if not fused or (window is None and fusion.adjacent_weight <= 0):
+        return Lifted(fused)
+    batch = fused[: max(SIGNAL_BATCH, depth)]
+    known = {rowid for rowid, _ in batch}
     joined: list[int] = []
     if fusion.adjacent_weight > 0:
-        extra = adjacent_rowids((rowid for rowid, _ in fused[:depth]), known, fusion.adjacent_span)
+        extra = adjacent_rowids((rowid for rowid, _ in batch[:depth]), known, fusion.adjacent_span)
         passing = index.allowed_among(extra, mask) if extra else set()
         joined = [rowid for rowid in extra if rowid in passing]
     when = moments(memory, [*known, *joined])
-    dated: dict[int, float] = {}
+    dated: dict[int, float] | None = None
     if window is not None:
+        dated = {}
         start, end = window[0].timestamp(), window[1].timestamp()
         w = fusion.date_weight
-        for i, (rowid, relevance) in enumerate(fused):
+        for i, (rowid, relevance) in enumerate(batch):
             moment = when.get(rowid)
             meets = moment is not None and moment.meets(start, end)
             dated[rowid] = w * ((1.0 if meets else 0.0) - relevance)
-            fused[i] = (rowid, relevance + dated[rowid])
-        order = {rowid: i for i, (rowid, _) in enumerate(fused)}
-        fused.sort(key=lambda item: (-item[1], order[item[0]]))
-    date_part = 0.0 if window is not None else None  # None: the query names no time, or the signal is off
+            batch[i] = (rowid, relevance + dated[rowid])
+        order = {rowid: i for i, (rowid, _) in enumerate(batch)}
+        batch.sort(key=lambda item: (-item[1], order[item[0]]))
     if fusion.adjacent_weight <= 0:
-        return fused, {rowid: Parts(dated=dated.get(rowid, date_part)) for rowid, _ in fused}
+        return Lifted(batch, dated)
     at = {rowid: moment.at for rowid, moment in when.items() if moment.at is not None}
-    out = lift(fused, at, fusion.adjacent_weight, fusion.adjacent_span)
-    parts = {rowid: Parts(dated=dated.get(rowid, date_part), adjacent=lent) for rowid, _, lent in out}
-    return [(rowid, relevance) for rowid, relevance, _ in out], parts
+    out = lift(batch, at, fusion.adjacent_weight, fusion.adjacent_span)
+    return Lifted([(rowid, relevance) for rowid, relevance, _ in out], dated, {rowid: lent for rowid, _, lent in out})
