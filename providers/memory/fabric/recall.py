@@ -2,7 +2,8 @@
 
 One candidate batch serves both recall and the write path's workers. Both rankings are filtered
 before they are ranked (kind, validity at ``as_of``, consent, lineage, status), then fused by
-weighted reciprocal rank; the fused relevance in [0,1] is the hit's similarity.
+weighted reciprocal rank, then moved by the time the query names and by adjacent notes
+(:mod:`.signals`); that relevance in [0,1] is the hit's similarity.
 """
 
 from __future__ import annotations
