@@ -1,8 +1,10 @@
 """LoCoMo retrieval: recall@1/5/10 of fabric recall on the development split (data/locomo/README.md).
 
-Every turn is one note (``"<speaker> (<session date>): <text>"`` plus the image caption), stored with
-``consolidate=False`` since turns are distinct records and tagged with its dia_id; every question of
-categories 1-4 with evidence is one recall. recall@k is the share of a question's evidence turns in
+Every turn is one note (``"<speaker> (<session date>): <text>"`` plus the image caption), stored in
+conversation order as a host stores a conversation: about its session's time (``t_ref``), with
+``consolidate=False`` since turns are distinct records, and tagged with its dia_id; every question of
+categories 1-4 with evidence is one recall (asked now: the date signal reads the absolute dates of the
+questions, the relative ones mean nothing against today). recall@k is the share of a question's evidence turns in
 the top k, averaged over questions. The fabric runs with the default hash embedder and with the
 sentence embedder (all-MiniLM-L6-v2, int8 ONNX); baselines computed in the same run: BM25 alone (Okapi,
 lowercase alphanumeric tokens) and plain cosine over each embedder's vectors.
@@ -18,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,13 @@ class Conversation:
     sample_id: str
     turns: list[tuple[str, str]] = field(default_factory=list)  # (dia_id, note text)
     questions: list[Question] = field(default_factory=list)
+    when: dict[str, str] = field(default_factory=dict)  # dia_id -> its session's date and time (ISO 8601 UTC)
+
+
+def session_time(text: str) -> str:
+    """Given a LoCoMo session date (``1:56 pm on 8 May, 2023``), return it as ISO 8601 UTC."""
+    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def load_conversations(path: Path = DEFAULT_DATA, *, only: Sequence[str] | None = None) -> list[Conversation]:
@@ -77,6 +87,7 @@ def load_conversations(path: Path = DEFAULT_DATA, *, only: Sequence[str] | None 
                 if turn.get("blip_caption"):
                     text += f" [image: {turn['blip_caption']}]"
                 conv.turns.append((turn["dia_id"], text))
+                conv.when[turn["dia_id"]] = session_time(date)
         for qa in item["qa"]:
             if qa.get("category") not in (1, 2, 3, 4):
                 continue
@@ -173,8 +184,8 @@ def fabric_rankings(
         db, tenant_id="locomo", resource_id=conv.sample_id, thread_id="main", embedder=cached, fusion=fusion
     )
     fabric = create_memory_fabric(memory, consolidate=False)
-    for dia_id, text in conv.turns:
-        fabric.remember(kind="fact", content=text, tags=[dia_id])
+    for dia_id, text in conv.turns:  # in order, each about its session's time, as a host stores a conversation
+        fabric.remember(kind="fact", content=text, tags=[dia_id], t_ref=conv.when.get(dia_id))
     known = {dia_id for dia_id, _ in conv.turns}
     rankings = []
     for q in conv.questions:
@@ -203,21 +214,31 @@ def evaluate(conversations: Sequence[Conversation], retrievers: dict[str, Retrie
     return out
 
 
-# Fusion proposed to the core from sweeps on this split: RRF with k=10, and BM25 weighted 5x over
-# the hash embedder's vector (a bag of hashed tokens adds little ranking signal beyond BM25). The
-# sentence embedder's own default (k=10, equal weights) is what the sweep found best for it.
-PROPOSED_HASH_FUSION: dict[str, Any] = {"k": 10.0, "lexical_weight": 5.0}
+# What recall did before issue 31's signals (one run sets them beside today's defaults): RRF with k=10
+# and equal weights for the sentence embedder, BM25 weighted 6 to 1 for the hash embedder, no date or
+# adjacency signal.
+BEFORE_SIGNALS: dict[str, Any] = {"k": 10.0, "adjacent_weight": 0.0, "date_weight": 0.0}
+PREVIOUS_FUSION: dict[str, dict[str, Any]] = {
+    "minilm": {**BEFORE_SIGNALS, "vector_weight": 1.0, "lexical_weight": 1.0},
+    "hash": {**BEFORE_SIGNALS, "vector_weight": 1.0, "lexical_weight": 6.0},
+}
 
 DEFAULT_FABRIC = "fabric default (hash + bm25)"
 MINILM_FABRIC = "fabric minilm (onnx int8 + bm25)"
 BM25 = "bm25 only (baseline)"
+PREVIOUS_DEFAULT = "fabric hash + bm25, before the date and adjacency signals"
+PREVIOUS_MINILM = "fabric minilm + bm25, before the date and adjacency signals"
+MINILM_ADJACENT = "fabric minilm + bm25 + adjacency (no dates)"
+MINILM_DATED = "fabric minilm + bm25 + dates (no adjacency)"
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
     """Run the LoCoMo benchmark (``quick``: one conversation), print the table, write the JSON; return it.
 
     In one run: BM25 alone, the default fabric (hash embedder + BM25), the fabric with the sentence
-    embedder (all-MiniLM-L6-v2 int8 on onnxruntime + BM25), and plain cosine over each embedder.
+    embedder (all-MiniLM-L6-v2 int8 on onnxruntime + BM25), each also as it ranked before the date and
+    adjacency signals, the sentence embedder's fabric with each signal alone, and plain cosine over each
+    embedder.
     """
     from afi.providers.memory import HashEmbedder
 
@@ -227,7 +248,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         BM25: bm25_rankings,
         "hash cosine only (baseline)": lambda c: cosine_rankings(c, hash_embedder),
         DEFAULT_FABRIC: lambda c: fabric_rankings(c, hash_embedder),
-        "fabric hash + bm25, proposed fusion": lambda c: fabric_rankings(c, hash_embedder, fusion=PROPOSED_HASH_FUSION),
+        PREVIOUS_DEFAULT: lambda c: fabric_rankings(c, hash_embedder, fusion=PREVIOUS_FUSION["hash"]),
     }
     with contextlib.ExitStack() as stack:
         databases = _postgres_databases(stack)
@@ -259,6 +280,9 @@ def _run(conversations: list[Conversation], retrievers: dict[str, Retriever]) ->
     embed_seconds = round(time.perf_counter() - started, 1)
     retrievers["minilm cosine only (baseline)"] = lambda c: cosine_rankings(c, minilm)
     retrievers[MINILM_FABRIC] = lambda c: fabric_rankings(c, minilm)
+    retrievers[PREVIOUS_MINILM] = lambda c: fabric_rankings(c, minilm, fusion=PREVIOUS_FUSION["minilm"])
+    retrievers[MINILM_ADJACENT] = lambda c: fabric_rankings(c, minilm, fusion={"date_weight": 0.0})
+    retrievers[MINILM_DATED] = lambda c: fabric_rankings(c, minilm, fusion={"adjacent_weight": 0.0})
     results = evaluate(conversations, retrievers)
     rows = [(name, r["n"], r["recall@1"], r["recall@5"], r["recall@10"], r["seconds"]) for name, r in results.items()]
     print_table("LoCoMo dev: recall@k (%)", ["retriever", "n", "@1", "@5", "@10", "seconds"], rows)
@@ -267,7 +291,7 @@ def _run(conversations: list[Conversation], retrievers: dict[str, Retriever]) ->
         "results": results,
         "minilm_texts": len(set(texts)),
         "minilm_embed_seconds": embed_seconds,
-        "proposed_fusion": {"hash": PROPOSED_HASH_FUSION},
+        "previous_fusion": PREVIOUS_FUSION,
         "targets_recall@10": {"default": 55.8, "minilm": 61.7},
         "comparisons": _comparisons(results),
     }
@@ -280,6 +304,8 @@ _PAIRS = (
     ("default", ("fabric (hash + BM25)", DEFAULT_FABRIC), ("BM25 alone", BM25)),
     ("MiniLM", ("fabric (MiniLM int8 + BM25)", MINILM_FABRIC), ("BM25 alone", BM25)),
     ("MiniLM vs hash", ("fabric (MiniLM int8 + BM25)", MINILM_FABRIC), ("fabric (hash + BM25)", DEFAULT_FABRIC)),
+    ("MiniLM, the signals", ("with dates and adjacency", MINILM_FABRIC), ("before them", PREVIOUS_MINILM)),
+    ("hash, the signals", ("with dates and adjacency", DEFAULT_FABRIC), ("before them", PREVIOUS_DEFAULT)),
     (
         "default fabric, PostgreSQL vs SQLite",
         ("on PostgreSQL", f"{DEFAULT_FABRIC} on PostgreSQL"),

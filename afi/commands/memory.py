@@ -99,7 +99,8 @@ def recall(
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the hits and explain rows as JSON")] = False,
 ) -> None:
-    """Recall notes by meaning; shows each hit with why it matched (score, similarity, recency, importance)."""
+    """Recall notes by meaning; shows each hit with why it matched (score, similarity, recency, importance,
+    and what the time the query names and the notes adjacent to it added)."""
     with afi_errors():
         from afi.app.local import recall_explained
 
@@ -151,8 +152,9 @@ def _print_recall(result: RecallResult) -> None:
         typer.echo("no notes matched")
         return
     table = Table(
-        Column("id", no_wrap=True), "kind", "score", "similarity", "recency", "importance", "link", "valid", "content"
-    )
+        Column("id", no_wrap=True), "kind", "score", "similarity", "recency", "importance", "dated", "adjacent", "link",
+        "valid", "content",
+    )  # fmt: skip
     for hit, why in zip(result.hits, result.explain, strict=True):
         text = hit.content.replace("\n", " ")
         snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
@@ -163,6 +165,8 @@ def _print_recall(result: RecallResult) -> None:
             _num(why.similarity),
             _num(why.recency),
             _num(why.importance if why.importance is not None else hit.importance),
+            _num(why.dated),
+            _num(why.adjacent),
             "yes" if why.link else "no",
             "yes" if why.valid else "no",
             snippet,

@@ -38,7 +38,8 @@ def test_remember_recall_forget_round_trip(db: Path, tmp_path: Path) -> None:
 
     table = afi("recall", "preferred units celsius", db=db)
     assert table.returncode == 0, table.stderr
-    for column in ("id", "kind", "score", "similarity", "recency", "importance", "link", "valid", "content"):
+    columns = ("id", "kind", "score", "similarity", "recency", "importance", "dated", "adjacent", "link", "valid")
+    for column in (*columns, "content"):
         assert column in table.stdout
     assert new_id in table.stdout and "User prefers metric units, Celsius" in table.stdout
 

@@ -17,6 +17,7 @@ from bench.locomo import (
     fabric_rankings,
     load_conversations,
     recall_at,
+    session_time,
 )
 
 pytestmark = pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo data not found at {DEFAULT_DATA}")
@@ -39,6 +40,21 @@ def test_loader_keeps_turn_text_and_only_scored_questions(conversation: Conversa
     )
     captioned = [t for _, t in conversation.turns if "[image: " in t]
     assert captioned, "turns with a blip_caption carry it in the note text"
+    # each turn is about its session's time, as a host stores a conversation
+    assert conversation.when["D1:1"] == "2023-01-20T16:04:00.000Z"
+    assert set(conversation.when) == {dia_id for dia_id, _ in conversation.turns}
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        pytest.param("4:04 pm on 20 January, 2023", "2023-01-20T16:04:00.000Z", id="afternoon"),
+        pytest.param("12:09 am on 13 September, 2023", "2023-09-13T00:09:00.000Z", id="past-midnight"),
+        pytest.param("12:30 pm on 1 May, 2022", "2022-05-01T12:30:00.000Z", id="noon"),
+    ],
+)
+def test_session_times_are_read_as_utc(text: str, iso: str) -> None:
+    assert session_time(text) == iso
 
 
 def test_recall_at_k_is_the_mean_share_of_evidence() -> None:

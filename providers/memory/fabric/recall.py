@@ -2,14 +2,15 @@
 
 One candidate batch serves both recall and the write path's workers. Both rankings are filtered
 before they are ranked (kind, validity at ``as_of``, consent, lineage, status), then fused by
-weighted reciprocal rank; the fused relevance in [0,1] is the hit's similarity.
+weighted reciprocal rank, then moved by the time the query names and by adjacent notes
+(:mod:`.signals`); that relevance in [0,1] is the hit's similarity.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
@@ -19,6 +20,7 @@ from .fields import canonical_time
 from .lexical import query_terms
 from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .rows import iso_to_epoch
+from .signals import Lifted, Parts, lifted
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
 
 __all__ = [
@@ -66,6 +68,7 @@ class Candidate:
     score: float
     recency: float | None = None
     importance: float | None = None
+    parts: Parts = field(default_factory=Parts)  # what the date and adjacency signals added to ``similarity``
 
 
 def resolve_kinds(kinds: Any) -> tuple[str, ...]:
@@ -181,24 +184,30 @@ def recall_candidates(
                 reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
                 continue
             vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-            fused = _fuse(vector, lexical, fusion)[:depth]
+            signals = lifted(memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion)
+            fused = signals.ranked[:depth]
             cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
         break
     if not fused:
         return []
     if scoring is not None:
-        return _scored(memory, fused, cosines, scoring, limit)
+        return _scored(memory, fused, cosines, scoring, limit, signals)
     by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
     out: list[Candidate] = []
     for rowid, relevance in fused:
         note = by_rowid.get(rowid)
         if note is not None:  # None: deleted between the index read and the row read
-            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance))
+            out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), relevance, parts=signals.parts(rowid)))
     return out[:limit]
 
 
 def _scored(
-    memory: Memory, fused: list[tuple[int, float]], cosines: dict[int, float], scoring: Scoring, limit: int
+    memory: Memory,
+    fused: list[tuple[int, float]],
+    cosines: dict[int, float],
+    scoring: Scoring,
+    limit: int,
+    signals: Lifted,
 ) -> list[Candidate]:
     """Score the fused batch by the blend (relevance, recency, importance) from the two columns it
     needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
@@ -232,7 +241,8 @@ def _scored(
         for score, rowid, relevance, recency, importance in chunk:
             note = notes.get(rowid)
             if note is not None:
-                out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance))
+                part = signals.parts(rowid)
+                out.append(Candidate(note, relevance, cosines.get(rowid, 0.0), score, recency, importance, part))
     return out
 
 
@@ -301,6 +311,8 @@ def recall(
                 recency=cand.recency,
                 importance=cand.importance,
                 cosine=cand.cosine,
+                dated=cand.parts.dated,
+                adjacent=cand.parts.adjacent,
                 link=linked,
                 valid=True,
             )

@@ -101,6 +101,8 @@ class ExplainRow(_Model):
     recency: float | None = None
     importance: float | None = None
     cosine: float | None = None
+    dated: float | None = None
+    adjacent: float | None = None
     link: bool = False
     valid: bool = True
 

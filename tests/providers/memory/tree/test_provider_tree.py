@@ -331,6 +331,11 @@ def test_semantic_search_is_ranked_and_explained(provider: MemoryProvider) -> No
     assert all(s is not None and 0 <= s <= 1 for s in scores)
     assert scores == sorted(scores, reverse=True)
     assert page.matches[0].x_explain is not None and "similarity" in page.matches[0].x_explain
+    assert page.matches[0].x_explain["adjacent"] == 0.0  # written through the tree: no t_ref, no run
+    assert "dated" not in page.matches[0].x_explain  # the query names no time
+    dated = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="preferred metric units in 2001")))
+    why = dated.matches[0].x_explain or {}
+    assert why["dated"] < 0  # written now, not in 2001: the date signal lowered it
     high = provider.search(OWNER, SearchRequest(query=SemanticQuery(semantic="preferred metric units", threshold=0.99)))
     assert len(high.matches) < len(page.matches)
 
