@@ -25,7 +25,7 @@ from afi.storage.database import open_database, store_location
 from .admin import AdminVerbs
 from .bundle.apply import store_holds_nothing
 from .claims import sweep_claims
-from .fabric.batch import naming
+from .fabric.batch import check_batch, naming
 from .fabric.choice import EmbedderChoice
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
@@ -280,19 +280,18 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
 
     def remember_many(self, caller: Caller, notes: builtins.list[dict[str, Any]]) -> builtins.list[MemoryNote]:
         """``remember`` a batch of notes on the caller's space in one transaction (the fabric's
-        ``remember_many``): needs afi:write on every note's path, locked and audited once, as
-        ``remember_many``; one refusal (naming the item, ``notes[3]: ...``) writes none of them."""
+        ``remember_many``): needs afi:write, locked and audited once, as ``remember_many``; one refusal
+        (naming the item, ``notes[3]: ...``) writes none of them."""
 
         def run() -> builtins.list[MemoryNote]:
+            caller.require("afi:write", path="/")
             space = self._space(caller.space)
-            for index, fields in enumerate(notes if isinstance(notes, builtins.list) else []):
-                if not isinstance(fields, dict):
-                    continue  # the fabric refuses it, naming it
-                with naming(index):
-                    caller.require("afi:write", path=_note_where(fields))
-                    if fields.get("path") is not None:
+            items = check_batch(notes)  # its shape and size, before any item is looked at
+            for index, fields in enumerate(items):
+                if fields.get("kind") == "file" and fields.get("path") is not None:
+                    with naming(index):  # a file note names a file inside the jail
                         space.workspace.jail.resolve(str(fields["path"]))
-            return space.fabric.remember_many(notes)
+            return space.fabric.remember_many(items)
 
         return self._audited(caller, "remember_many", "/", run)
 

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_BATCH_NOTES",
     "REMEMBER_FIELDS",
     "Pending",
+    "check_batch",
     "item_bytes",
     "naming",
     "remember_many",
