@@ -42,7 +42,9 @@ __all__ = [
     "remember_many",
 ]
 
-MAX_BATCH_NOTES = 1_000
+# a batch holds the write lock while it folds and writes: 500 notes took about 4 s at 100k notes on a busy
+# 2-core machine, within the 5 s another SQLite writer waits (docs/decisions/0018-many-note-remember.md)
+MAX_BATCH_NOTES = 500
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 # the kinds stored as rows; a working block and an episode are written (or read) one at a time
 BATCH_KINDS = ("fact", "procedure", "file")

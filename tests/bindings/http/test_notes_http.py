@@ -8,6 +8,7 @@ import httpx
 
 from afi.bindings.http.app import create_app
 from afi.provider import NotesProvider
+from afi.providers.memory.fabric.batch import MAX_BATCH_NOTES
 from afi.providers.memory.provider import MemoryProvider
 from tests.support.servers import AfiServer, serve_app_in_thread
 
@@ -45,8 +46,8 @@ def test_a_batch_is_refused_whole(afi_server: AfiServer) -> None:
     reader = httpx.post(f"{url}/notes/remember", json={"notes": [{"kind": "fact", "content": "no"}]},
                         headers=_bearer(afi_server, "reader"))  # fmt: skip
     assert reader.status_code == 403 and reader.json()["error"]["code"] == "forbidden"
-    too_many = httpx.post(f"{url}/notes/remember", headers=writer,
-                          json={"notes": [{"kind": "fact", "content": f"n{i}"} for i in range(1001)]})  # fmt: skip
+    over = {"notes": [{"kind": "fact", "content": f"n{i}"} for i in range(MAX_BATCH_NOTES + 1)]}
+    too_many = httpx.post(f"{url}/notes/remember", json=over, headers=writer)
     assert too_many.status_code == 413 and too_many.json()["error"]["code"] == "too_large"
     shapeless = httpx.post(f"{url}/notes/remember", json={"notes": "text"}, headers=writer)
     assert shapeless.status_code == 400

@@ -174,8 +174,9 @@ def test_a_batch_over_the_note_count_is_refused(fabric: MemoryFabric) -> None:
 
 def test_a_batch_over_the_byte_cap_is_refused(fabric: MemoryFabric) -> None:
     # each under the note cap of 4,000 characters, together over the batch's bytes
-    item = {"kind": "fact", "content": "é" * 3_900}
-    count = MAX_BATCH_BYTES // (2 * 3_900) + 1
+    item = {"kind": "fact", "content": "\N{GRINNING FACE}" * 3_900}  # 4 bytes a character in UTF-8
+    count = MAX_BATCH_BYTES // (4 * 3_900) + 1
+    assert count <= MAX_BATCH_NOTES  # the bytes refuse it, not the count
     with pytest.raises(MemoryLimitError, match="bytes"):
         fabric.remember_many([item] * count)
     assert fabric.notes() == []
