@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import Forbidden
 from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 
-__all__ = ["SCOPES", "AdminProvider", "BoundVerbs", "Caller", "LedgerProvider", "Provider"]
+__all__ = ["SCOPES", "AdminProvider", "BoundVerbs", "Caller", "LedgerProvider", "NotesProvider", "Provider"]
 
 SCOPES = ("afi:read", "afi:write", "afi:admin")
 
@@ -102,6 +102,18 @@ class LedgerProvider(Protocol):
     def ledger_write(self, caller: Caller, op: str, session: str, body: dict[str, Any]) -> dict[str, Any]:
         """Append to a session's branch: ``op`` is one of ``append``, ``observe``, ``reflect``,
         ``scope.open``, ``scope.close``, ``bind``, and ``body`` that operation's JSON fields."""
+        ...
+
+
+@runtime_checkable
+class NotesProvider(Protocol):
+    """A provider that remembers many notes at once (the memory provider does); a binding offers the
+    batch route only to a provider of this kind."""
+
+    def remember_many(self, caller: Caller, notes: list[dict[str, Any]]) -> list[Any]:
+        """Remember a batch of notes (each a mapping of ``remember``'s fields) in one transaction, all
+        or nothing; return the note that now stands for each, in order (each has ``id``, ``kind``,
+        ``name`` and ``supersedes``)."""
         ...
 
 

@@ -28,6 +28,7 @@ from .admin import router as admin_router
 from .docs import add_docs
 from .errors import BodyCap, Cors, Utf8Url, error_response
 from .ledger import router as ledger_router
+from .notes import router as notes_router
 from .routes import METADATA_PATH, metadata_router
 from .routes import router as afi_router
 
@@ -139,7 +140,7 @@ def create_app(
     spaces = frozenset(allowed_spaces) if allowed_spaces is not None else None
     app.state.afi = Door(provider, rate_limit, spaces, default_space)
     app.state.afi_max_body_bytes = max_body_bytes
-    for router in (afi_router, ledger_router, admin_router):
+    for router in (afi_router, ledger_router, notes_router, admin_router):
         app.include_router(router)
         app.include_router(router, prefix="/spaces/{space}")
     app.include_router(metadata_router)

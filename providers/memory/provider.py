@@ -25,6 +25,7 @@ from afi.storage.database import open_database, store_location
 from .admin import AdminVerbs
 from .bundle.apply import store_holds_nothing
 from .claims import sweep_claims
+from .fabric.batch import check_batch, naming
 from .fabric.choice import EmbedderChoice
 from .fabric.embedders import Embedder
 from .fabric.fabric import MemoryFabric
@@ -266,9 +267,7 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
     def remember(self, caller: Caller, **fields: Any) -> MemoryNote:
         """``remember`` on the caller's space with the fabric's fields; needs afi:write, locked and audited
         like a write through any door."""
-        kind = str(fields.get("kind", "fact"))
-        label = fields.get("name") or fields.get("block")
-        where = note_path(kind, str(label)) if label else f"/files/{fields['path']}" if fields.get("path") else "/"
+        where = _note_where(fields)
 
         def run() -> MemoryNote:
             caller.require("afi:write", path=where)
@@ -278,6 +277,23 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
             return space.fabric.remember(**fields)
 
         return self._audited(caller, "remember", where, run)
+
+    def remember_many(self, caller: Caller, notes: builtins.list[dict[str, Any]]) -> builtins.list[MemoryNote]:
+        """``remember`` a batch of notes on the caller's space in one transaction (the fabric's
+        ``remember_many``): needs afi:write, locked and audited once, as ``remember_many``; one refusal
+        (naming the item, ``notes[3]: ...``) writes none of them."""
+
+        def run() -> builtins.list[MemoryNote]:
+            caller.require("afi:write", path="/")
+            space = self._space(caller.space)
+            items = check_batch(notes)  # its shape and size, before any item is looked at
+            for index, fields in enumerate(items):
+                if fields.get("kind") == "file" and fields.get("path") is not None:
+                    with naming(index):  # a file note names a file inside the jail
+                        space.workspace.jail.resolve(str(fields["path"]))
+            return space.fabric.remember_many(items)
+
+        return self._audited(caller, "remember_many", "/", run)
 
     def append_block(self, caller: Caller, block: str, text: str) -> tuple[MemoryNote, bool]:
         """Append a line of text to a working block of the caller's space; return the block's note and
@@ -315,6 +331,13 @@ class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
             return apply_op(self._space(caller.space).ledger, op, session, body)
 
         return self._audited(caller, f"ledger.{op}", f"/sessions/{session}.md", run)
+
+
+def _note_where(fields: dict[str, Any]) -> str:
+    """The path a remember's fields land at: its note path, its file's, or the root."""
+    kind = str(fields.get("kind", "fact"))
+    label = fields.get("name") or fields.get("block")
+    return note_path(kind, str(label)) if label else f"/files/{fields['path']}" if fields.get("path") else "/"
 
 
 def _in_files(path: str) -> bool:

@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from .attach import Attachment, check_session
+from .batch import REMEMBER_FIELDS, Pending, remember_many
 from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
@@ -60,48 +61,65 @@ class MemoryFabric:
         MemoryLimitError for content over ``max_entry_text_chars``, MemoryConflictError when an
         explicit id's name is held by another current note, MemoryNotFoundError for an unknown episode.
         """
-        if unknown:
-            raise MemoryValidationError(f"unknown remember field(s): {', '.join(sorted(unknown))}")
-        if kind not in NOTE_KINDS:
-            raise MemoryValidationError(f"unknown memory note kind: {kind!r} (known: {', '.join(NOTE_KINDS)})")
-        if consolidate is not None and not isinstance(consolidate, bool):
-            raise MemoryValidationError("consolidate must be a boolean")
-        now = iso_now()
-        fields = validate_fields(
-            self.memory, kind, now, content=content, id=id, name=name, block=block, path=path, t_ref=t_ref,
-            valid_from=valid_from, valid_to=valid_to, keywords=keywords, tags=tags,
-            source_entry_ids=source_entry_ids, context=context, links=links, supersedes=supersedes,
-            importance=importance, reflection_id=reflection_id,
-        )  # fmt: skip
-        fields["consent"] = normalize_consent(consent, now=now)
+        given = {
+            "content": content, "id": id, "name": name, "block": block, "path": path, "t_ref": t_ref,
+            "valid_from": valid_from, "valid_to": valid_to, "keywords": keywords, "tags": tags,
+            "source_entry_ids": source_entry_ids, "context": context, "links": links, "supersedes": supersedes,
+            "importance": importance, "consent": consent, "reflection_id": reflection_id, **unknown,
+        }  # fmt: skip
+        fields, now = self._checked(kind, consolidate, given)
         if kind == "episode":
             return episode_from(self.memory, self.observational, fields)
         if kind == "working":
             return set_block(self.memory, fields["block"], self.memory.redact(fields["content"]),
                              importance=fields.get("importance"))  # fmt: skip
-        promoted: PromotedFrom | None = None
-        if fields.get("reflection_id") is not None:
-            fields["content"], promoted = promoted_reflection(self.observational, fields["reflection_id"])
-            self_check = validate_fields(self.memory, kind, now, content=fields["content"])
-            fields["content"] = self_check["content"]
-        return self._indexed(kind, fields, now, promoted, consolidate)
+        pending = self._pending(kind, fields, now, consolidate)
+        # the row written (a merge keeps this content) holds the vector of this text
+        embedding = self.memory.embedder.embed([embedding_text(pending.note)])[0]
+        with self.memory.store.write(self.memory.scope):
+            return self._stored(pending, embedding)
 
-    def _indexed(self, kind: str, f: dict[str, Any], now: str, promoted: PromotedFrom | None,
-                 consolidate: bool | None) -> MemoryNote:  # fmt: skip
+    def remember_many(self, notes: Any) -> list[MemoryNote]:
+        """Write a batch of notes in one transaction and return them in order (see :mod:`.batch`): each
+        item is a mapping of :meth:`remember`'s fields, of kind fact, procedure or file.
+
+        Raises MemoryLimitError past ``MAX_BATCH_NOTES`` or ``MAX_BATCH_BYTES``, and whatever
+        :meth:`remember` raises, its message naming the item (``notes[3]: ...``); nothing is written then.
+        """
+        return remember_many(self, notes)
+
+    def _checked(self, kind: Any, consolidate: Any, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """Given a remember's kind, consolidate flag and other fields, return the fields checked and
+        canonical, and the instant they were checked at."""
+        unknown = sorted(set(given) - set(REMEMBER_FIELDS))
+        if unknown:
+            raise MemoryValidationError(f"unknown remember field(s): {', '.join(unknown)}")
+        if kind not in NOTE_KINDS:
+            raise MemoryValidationError(f"unknown memory note kind: {kind!r} (known: {', '.join(NOTE_KINDS)})")
+        if consolidate is not None and not isinstance(consolidate, bool):
+            raise MemoryValidationError("consolidate must be a boolean")
+        now = iso_now()
+        named = {key: value for key, value in given.items() if key != "consent"}
+        fields = validate_fields(self.memory, kind, now, **named)
+        fields["consent"] = normalize_consent(given.get("consent"), now=now)
+        return fields, now
+
+    def _pending(self, kind: str, f: dict[str, Any], now: str, consolidate: bool | None) -> Pending:
+        """Given a stored kind's checked fields, return the note to write (redacted), not yet embedded."""
         memory = self.memory
+        promoted: PromotedFrom | None = None
+        if f.get("reflection_id") is not None:
+            f["content"], promoted = promoted_reflection(self.observational, f["reflection_id"])
+            f["content"] = validate_fields(memory, kind, now, content=f["content"])["content"]
         content = memory.redact(f["content"])
         explicit_id = f.get("id") is not None
         explicit = explicit_id or f.get("supersedes") is not None
         folding = (self.settings.consolidate if consolidate is None else consolidate) and not explicit
-        attached = bool(self._gate)
-        workers = not self.settings.passive and attached
-        link_k = self.settings.linker.limit if workers and self.settings.linker.enabled else 0
-        patch_k = self.settings.evolution.limit if workers and self.settings.evolution.enabled else 0
-        name = f.get("name")
         incoming = MemoryNote(
             id=f.get("id") or _derive_id(kind, content, now),
             kind=kind,
-            content=content, name=name, ingested_at=now, created_at=now, token_count=estimate_tokens(content),
+            content=content, name=f.get("name"), ingested_at=now, created_at=now,
+            token_count=estimate_tokens(content),
             t_ref=f.get("t_ref"), valid_from=f.get("valid_from"), valid_to=f.get("valid_to"),
             supersedes=f.get("supersedes"), links=f.get("links") or [],
             tags=[memory.redact(t) for t in f.get("tags") or []],
@@ -110,40 +128,42 @@ class MemoryFabric:
             importance=f.get("importance"), source_entry_ids=f.get("source_entry_ids") or [],
             path=f.get("path"), promoted_from=promoted, consent=f.get("consent"), scope=memory.scope,
         )  # fmt: skip
-        # the row written (a merge keeps this content) holds the vector of this text
-        embedding = memory.embedder.embed([embedding_text(incoming)])[0]
-        with memory.store.write(memory.scope):
-            held = memory.present()  # fold into what is current now, not when asked
-            if held > now:
-                now = held
-                incoming = incoming.model_copy(update={"ingested_at": now, "created_at": now})
-            candidates: list[FoldCandidate] = []
-            unnamed_fold = folding and name is None and kind != "file"
-            if unnamed_fold or link_k or patch_k:
-                limit = min(32, RECALL_OVERSAMPLE * max(1, link_k, patch_k))
-                candidates = fold_candidates(
-                    memory,
-                    kind,
-                    content,
-                    embedding,
-                    now,
-                    limit,
-                    threshold=self.settings.threshold,
-                    neighbours=bool(link_k or patch_k),
-                )
-            plan = self._plan(kind, incoming, explicit_id, candidates, folding, unnamed_fold, now)
-            note = self._write(plan, incoming, explicit_id, embedding, now)
-            exclude = {note.id, *([note.supersedes] if note.supersedes else [])}
-            if link_k:
-                derived = link_neighbors(candidates, link_k, exclude)
-                merged = merge_links(derived, incoming.links, note.links) if derived else []
-                if derived and len(merged) <= MAX_LINKS:  # derived links never push a note past the cap
-                    note = note.model_copy(update={"links": merged})
-                    memory.store.update_note(memory.scope, note)
-            if patch_k:
-                evolve_neighbors(memory, candidates, keywords=incoming.keywords, context=incoming.context,
-                                 max_patches=patch_k, max_bytes=self.settings.max_result_bytes,
-                                 exclude=exclude, now=now)  # fmt: skip
+        return Pending(incoming, now, explicit_id, folding)
+
+    def _stored(self, pending: Pending, embedding: Any) -> MemoryNote:
+        """Fold and write one pending note; call inside ``store.write(scope)`` (a remember's own
+        transaction, or a batch's)."""
+        memory = self.memory
+        incoming, now, explicit_id, folding = pending.note, pending.now, pending.explicit_id, pending.folding
+        kind, name, content = incoming.kind, incoming.name, incoming.content
+        attached = bool(self._gate)
+        workers = not self.settings.passive and attached
+        link_k = self.settings.linker.limit if workers and self.settings.linker.enabled else 0
+        patch_k = self.settings.evolution.limit if workers and self.settings.evolution.enabled else 0
+        held = memory.present()  # fold into what is current now, not when asked
+        if held > now:
+            now = held
+            incoming = incoming.model_copy(update={"ingested_at": now, "created_at": now})
+        candidates: list[FoldCandidate] = []
+        unnamed_fold = folding and name is None and kind != "file"
+        if unnamed_fold or link_k or patch_k:
+            limit = min(32, RECALL_OVERSAMPLE * max(1, link_k, patch_k))
+            candidates = fold_candidates(memory, kind, content, embedding, now, limit,
+                                         threshold=self.settings.threshold,
+                                         neighbours=bool(link_k or patch_k))  # fmt: skip
+        plan = self._plan(kind, incoming, explicit_id, candidates, folding, unnamed_fold, now)
+        note = self._write(plan, incoming, explicit_id, embedding, now)
+        exclude = {note.id, *([note.supersedes] if note.supersedes else [])}
+        if link_k:
+            derived = link_neighbors(candidates, link_k, exclude)
+            merged = merge_links(derived, incoming.links, note.links) if derived else []
+            if derived and len(merged) <= MAX_LINKS:  # derived links never push a note past the cap
+                note = note.model_copy(update={"links": merged})
+                memory.store.update_note(memory.scope, note)
+        if patch_k:
+            evolve_neighbors(memory, candidates, keywords=incoming.keywords, context=incoming.context,
+                             max_patches=patch_k, max_bytes=self.settings.max_result_bytes,
+                             exclude=exclude, now=now)  # fmt: skip
         return note
 
     def _plan(self, kind: str, incoming: MemoryNote, explicit_id: bool, candidates: list[FoldCandidate],

@@ -2,10 +2,10 @@
 
 Every note is checked as ``remember`` would check it, and every file's path and size as the
 workspace would, before the first write: a source that would fail half-way fails before it
-starts, naming the record. The writes are the provider's own (``remember``, ``write``), each locked
-and audited, so indexes, versions and file notes stay what any other door would leave; they all go
-in one transaction (the provider's ``import_whole``), each file recorded in its journal first, so
-the import is whole or not at all.
+starts, naming the record. The writes are the provider's own (``remember_many`` for the notes, a
+batch at a time, ``write`` for the files), each locked and audited, so indexes, versions and file
+notes stay what any other door would leave; they all go in one transaction (the provider's
+``import_whole``), each file recorded in its journal first, so the import is whole or not at all.
 
 Importing the same source again changes nothing: a note is written by name with consolidation on,
 so the same name with the same text folds into the note already there (same id, tags and links
@@ -22,6 +22,7 @@ from afi.errors import AfiError, InvalidPath, NotFound, TooLarge
 from afi.paths import normalize
 from afi.provider import Caller
 
+from ..fabric.batch import MAX_BATCH_BYTES, MAX_BATCH_NOTES, item_bytes
 from ..fabric.fields import validate_fields
 from ..fabric.lexical import normalize_note_text
 from ..fabric.store import iso_now
@@ -68,7 +69,8 @@ def check_plan(provider: MemoryProvider, space: str, plan: ImportPlan) -> None:
 def write_plan(provider: MemoryProvider, caller: Caller, plan: ImportPlan, report: ImportReport,
                progress: Progress | None, journal: FileJournal | None) -> None:  # fmt: skip
     """Write a checked plan's notes, then the links that point forward, then its files (each recorded in
-    ``journal`` first), counting into ``report``; ``progress(done, total)`` after each write. A note
+    ``journal`` first), counting into ``report``; ``progress(done, total)`` after each batch of notes
+    (:func:`~..fabric.batch.remember_many`: as many as a batch holds) and each other write. A note
     whose links all point to notes already written gets them with its first write; the others get them
     in a second, folding one."""
     ids: dict[str, str] = {}
@@ -77,11 +79,35 @@ def write_plan(provider: MemoryProvider, caller: Caller, plan: ImportPlan, repor
     tick = progress or (lambda _done, _total: None)
     tick(0, total)
     done = 0
+    batch: list[tuple[NoteItem, dict[str, Any]]] = []
+    keys: set[str] = set()
+    names: set[tuple[str, str]] = set()
+    size = 0
+
+    def flush() -> None:
+        nonlocal done, size
+        if batch:
+            _remember_batch(provider, caller, batch, ids, report)
+            done += len(batch)
+            tick(done, total)
+            batch.clear()
+            keys.clear()
+            names.clear()
+            size = 0
+
     for note in plan.notes:
-        links = None if note.key in later else _links(note, ids)
-        ids[note.key] = _remember(provider, caller, note, links, report)
-        done += 1
-        tick(done, total)
+        # a note linking to one of this batch, or taking a name it holds, waits for the batch to be written
+        if any(key in keys for key, _ in note.links) or (note.kind, note.name) in names:
+            flush()
+        fields = {**_fields(note), "links": None if note.key in later else _links(note, ids)}
+        bytes_ = item_bytes({"kind": note.kind, "consolidate": True, **fields})
+        if len(batch) == MAX_BATCH_NOTES or size + bytes_ > MAX_BATCH_BYTES:
+            flush()
+        batch.append((note, fields))
+        keys.add(note.key)
+        names.add((note.kind, note.name))
+        size += bytes_
+    flush()
     for note in plan.notes:
         if note.key in later:
             provider.remember(caller, kind=note.kind, name=note.name, content=note.content,
@@ -117,22 +143,27 @@ def _fields(note: NoteItem) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _remember(provider: MemoryProvider, caller: Caller, note: NoteItem, links: list[dict[str, str]] | None,
-              report: ImportReport) -> str:  # fmt: skip
-    """Remember one note by name; return the id of the note that now stands for it."""
-    before = provider.fabric(caller.space).find(note.kind, note.name)
-    fields = _fields(note)
-    same = before is not None and normalize_note_text(before.content) == normalize_note_text(note.content)
-    if before is not None and not same:
-        fields["valid_from"] = None  # the new version holds from now; the one it replaces held until now
-    written = provider.remember(caller, kind=note.kind, consolidate=True, links=links, **fields)
-    if before is None:
-        report.created += 1
-    elif written.id == before.id:
-        report.unchanged += 1
-    else:
-        report.updated += 1
-    return written.id
+def _remember_batch(provider: MemoryProvider, caller: Caller, batch: list[tuple[NoteItem, dict[str, Any]]],
+                    ids: dict[str, str], report: ImportReport) -> None:  # fmt: skip
+    """Remember a batch of notes by name (no two of one name, none linking to another of the batch) in one
+    call, folding; record the id of the note that now stands for each in ``ids``."""
+    fabric = provider.fabric(caller.space)
+    befores = [fabric.find(note.kind, note.name) for note, _ in batch]
+    items: list[dict[str, Any]] = []
+    for (note, fields), before in zip(batch, befores, strict=True):
+        same = before is not None and normalize_note_text(before.content) == normalize_note_text(note.content)
+        if before is not None and not same:
+            fields = {**fields, "valid_from": None}  # the new version holds from now; the old one until now
+        items.append({"kind": note.kind, "consolidate": True, **fields})
+    written = provider.remember_many(caller, items)
+    for (note, _), before, stored in zip(batch, befores, written, strict=True):
+        if before is None:
+            report.created += 1
+        elif stored.id == before.id:
+            report.unchanged += 1
+        else:
+            report.updated += 1
+        ids[note.key] = stored.id
 
 
 def _write_file(provider: MemoryProvider, caller: Caller, item: FileItem, report: ImportReport,
