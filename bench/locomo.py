@@ -237,8 +237,9 @@ def run(*, quick: bool = False) -> dict[str, Any]:
 
     In one run: BM25 alone, the default fabric (hash embedder + BM25), the fabric with the sentence
     embedder (all-MiniLM-L6-v2 int8 on onnxruntime + BM25), each also as it ranked before the date and
-    adjacency signals, the sentence embedder's fabric with each signal alone, and plain cosine over each
-    embedder.
+    adjacency signals, the sentence embedder's fabric with each signal alone, plain cosine over each
+    embedder, and both fabrics again with their stores on PostgreSQL (when the tests' embedded server is
+    there).
     """
     from afi.providers.memory import HashEmbedder
 
@@ -256,7 +257,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             retrievers[f"{DEFAULT_FABRIC} on PostgreSQL"] = lambda c: fabric_rankings(
                 c, hash_embedder, db=databases.fresh()
             )
-        return _run(conversations, retrievers)
+        return _run(conversations, retrievers, databases)
 
 
 def _postgres_databases(stack: contextlib.ExitStack) -> Any:
@@ -268,7 +269,7 @@ def _postgres_databases(stack: contextlib.ExitStack) -> Any:
     return Databases(stack.enter_context(postgres_server()))
 
 
-def _run(conversations: list[Conversation], retrievers: dict[str, Retriever]) -> dict[str, Any]:
+def _run(conversations: list[Conversation], retrievers: dict[str, Retriever], databases: Any) -> dict[str, Any]:
     from afi.providers.memory import OnnxMiniLM
 
     from ._common import print_table, write_result
@@ -283,6 +284,8 @@ def _run(conversations: list[Conversation], retrievers: dict[str, Retriever]) ->
     retrievers[PREVIOUS_MINILM] = lambda c: fabric_rankings(c, minilm, fusion=PREVIOUS_FUSION["minilm"])
     retrievers[MINILM_ADJACENT] = lambda c: fabric_rankings(c, minilm, fusion={"date_weight": 0.0})
     retrievers[MINILM_DATED] = lambda c: fabric_rankings(c, minilm, fusion={"adjacent_weight": 0.0})
+    if databases is not None:
+        retrievers[f"{MINILM_FABRIC} on PostgreSQL"] = lambda c: fabric_rankings(c, minilm, db=databases.fresh())
     results = evaluate(conversations, retrievers)
     rows = [(name, r["n"], r["recall@1"], r["recall@5"], r["recall@10"], r["seconds"]) for name, r in results.items()]
     print_table("LoCoMo dev: recall@k (%)", ["retriever", "n", "@1", "@5", "@10", "seconds"], rows)
@@ -310,6 +313,11 @@ _PAIRS = (
         "default fabric, PostgreSQL vs SQLite",
         ("on PostgreSQL", f"{DEFAULT_FABRIC} on PostgreSQL"),
         ("on SQLite", DEFAULT_FABRIC),
+    ),
+    (
+        "MiniLM fabric, PostgreSQL vs SQLite",
+        ("on PostgreSQL", f"{MINILM_FABRIC} on PostgreSQL"),
+        ("on SQLite", MINILM_FABRIC),
     ),
 )
 
