@@ -5,7 +5,11 @@ on a busy port, ``ls``/``cat``, a ``--db`` URL of an engine afi does not speak, 
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
+import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -18,7 +22,7 @@ from typer.testing import CliRunner
 
 from afi.auth.keys import KeyStore
 from afi.cli import _register_all, app
-from tests.support.cli import afi
+from tests.support.cli import AFI, afi
 from tests.support.ssh import add_key, keygen
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +175,48 @@ def test_shell_completion_is_offered_for_bash(tmp_path: Path) -> None:
     shown = afi("--show-completion", "bash", db=tmp_path / "afi.db")
     assert shown.returncode == 0, shown.stderr
     assert "_afi_completion" in shown.stdout and "complete " in shown.stdout
+    completed = afi(
+        "re", db=tmp_path / "afi.db", env={"_AFI_COMPLETE": "complete_bash", "COMP_WORDS": "afi re", "COMP_CWORD": "1"}
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["remember", "recall"]
+
+
+# Run by a process whose parent has exited, so that nothing above afi but PID 1 (or a subreaper) is
+# a shell: as from cron, a service or a detached job, where shell detection has nothing to find.
+_ORPHANED = """
+import json, os, subprocess, sys
+if os.fork():
+    os._exit(0)
+os.setsid()
+runs = [subprocess.run(argv, capture_output=True, text=True, timeout=60) for argv in json.loads(sys.argv[2])]
+with open(sys.argv[1] + ".part", "w") as out:
+    json.dump([[run.returncode, run.stdout, run.stderr] for run in runs], out)
+os.rename(sys.argv[1] + ".part", sys.argv[1])
+"""
+
+
+def _run_orphaned(tmp_path: Path, *argvs: list[str]) -> list[tuple[int, str, str]]:
+    answer = tmp_path / "orphaned.json"
+    launcher = subprocess.run(
+        [sys.executable, "-c", _ORPHANED, str(answer), json.dumps(argvs)], timeout=60, check=False
+    )
+    assert launcher.returncode == 0
+    deadline = time.monotonic() + 60
+    while not answer.exists():
+        assert time.monotonic() < deadline, "the orphaned runs did not finish in 60 s"
+        time.sleep(0.05)
+    return [tuple(run) for run in json.loads(answer.read_text())]  # type: ignore[misc]
+
+
+def test_shell_completion_names_its_shell_when_no_shell_started_afi(tmp_path: Path) -> None:
+    named, bare, unknown = _run_orphaned(
+        tmp_path,
+        [str(AFI), "--show-completion", "bash"],
+        [str(AFI), "--show-completion"],
+        [str(AFI), "--show-completion", "tcsh"],
+    )
+    assert named[0] == 0 and "complete -o default -F _afi_completion afi" in named[1], named
+    assert bare[0] == 2 and bare[1] == "", bare
+    assert "no shell afi completes" in bare[2] and "--show-completion bash" in bare[2], bare
+    assert unknown[0] == 2 and "'tcsh' is not a shell afi completes" in unknown[2], unknown
