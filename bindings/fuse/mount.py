@@ -57,27 +57,26 @@ def _device_released_first_on_kill() -> Iterator[None]:
     connected, get ECONNABORTED, and leave a stale mount behind (about one kill in thirty when two
     mounts are killed side by side).
     """
-    devices = _fuse_devices()
+    descriptors = _open_descriptors()
+    devices = [fd for fd, target in descriptors.items() if target == "/dev/fuse"]
     if not devices:
         yield
         return
-    highest = max(int(name) for name in os.listdir("/proc/self/fd"))
-    held = fcntl.fcntl(devices[0], fcntl.F_DUPFD_CLOEXEC, highest + 1)
+    held = fcntl.fcntl(devices[0], fcntl.F_DUPFD_CLOEXEC, max(descriptors) + 1)
     try:
         yield
     finally:
         os.close(held)
 
 
-def _fuse_devices() -> list[int]:
-    """This process's open descriptors of ``/dev/fuse``."""
-    found: list[int] = []
+def _open_descriptors() -> dict[int, str]:
+    """This process's open descriptors and what each refers to (none where /proc is not mounted)."""
+    found: dict[int, str] = {}
     if not os.path.isdir("/proc/self/fd"):
         return found
     for name in os.listdir("/proc/self/fd"):
         try:
-            if os.readlink(f"/proc/self/fd/{name}") == "/dev/fuse":
-                found.append(int(name))
+            found[int(name)] = os.readlink(f"/proc/self/fd/{name}")
         except OSError:  # closed since it was listed (listdir's own descriptor, for one)
             continue
     return found

@@ -34,7 +34,6 @@ __all__ = [
     "BATCH_KINDS",
     "MAX_BATCH_BYTES",
     "MAX_BATCH_NOTES",
-    "REMEMBER_FIELDS",
     "Pending",
     "check_batch",
     "item_bytes",
@@ -48,11 +47,6 @@ MAX_BATCH_NOTES = 500
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 # the kinds stored as rows; a working block and an episode are written (or read) one at a time
 BATCH_KINDS = ("fact", "procedure", "file")
-# what a remember takes besides ``kind`` and ``consolidate``
-REMEMBER_FIELDS = (
-    "content", "id", "name", "block", "path", "t_ref", "valid_from", "valid_to", "keywords", "tags",
-    "source_entry_ids", "context", "links", "supersedes", "importance", "consent", "reflection_id",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,13 @@ A remember is one candidate batch plus one write, in one transaction.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from .attach import Attachment, check_session
-from .batch import REMEMBER_FIELDS, Pending, remember_many
+from .batch import Pending, remember_many
 from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
 from .context import ContextProvider
@@ -91,7 +92,7 @@ class MemoryFabric:
     def _checked(self, kind: Any, consolidate: Any, given: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """Given a remember's kind, consolidate flag and other fields, return the fields checked and
         canonical, and the instant they were checked at."""
-        unknown = sorted(set(given) - set(REMEMBER_FIELDS))
+        unknown = sorted(set(given) - REMEMBER_FIELDS)
         if unknown:
             raise MemoryValidationError(f"unknown remember field(s): {', '.join(unknown)}")
         if kind not in NOTE_KINDS:
@@ -410,3 +411,12 @@ def _observational(source: Any) -> bool:
     if callable(getattr(getattr(source, "session", None), "entries", None)):
         return True
     return callable(getattr(source, "observation", None)) and callable(getattr(source, "reflection", None))
+
+
+# what a remember takes besides ``kind`` and ``consolidate``: its keyword parameters, read once
+REMEMBER_FIELDS = frozenset(inspect.signature(MemoryFabric.remember).parameters) - {
+    "self",
+    "kind",
+    "consolidate",
+    "unknown",
+}

@@ -32,25 +32,17 @@ class Moment:
 
 def moments(memory: Memory, rowids: Sequence[int]) -> dict[int, Moment]:
     """Given rowids, return the moments of those that are the scope's notes."""
-    if not rowids:
-        return {}
-    scope = memory.scope
-    with memory.store.read() as conn:
-        rows = conn.execute(
-            f"SELECT rowid, t_ref, created_at, valid_from, valid_to FROM notes "
-            f"WHERE rowid IN ({', '.join('?' * len(rowids))}) {memory.store.scope_rows()}",
-            (*rowids, scope.tenant_id, scope.resource_id, scope.thread_id),
-        ).fetchall()
+    rows = memory.store.columns_by_rowid(memory.scope, rowids, ("t_ref", "created_at", "valid_from", "valid_to"))
     out: dict[int, Moment] = {}
-    for rowid, t_ref, created_at, valid_from, valid_to in rows:
+    for rowid, (t_ref, created_at, valid_from, valid_to) in rows.items():
         if t_ref:
             at = iso_to_epoch(t_ref, 0.0)
-            out[int(rowid)] = Moment(at, at, at)
+            out[rowid] = Moment(at, at, at)
         elif valid_from or valid_to:
             start = iso_to_epoch(valid_from, -math.inf) if valid_from else -math.inf
             end = iso_to_epoch(valid_to, math.inf) if valid_to else math.inf
-            out[int(rowid)] = Moment(None, start, end)
+            out[rowid] = Moment(None, start, end)
         else:
             written = iso_to_epoch(created_at, 0.0)
-            out[int(rowid)] = Moment(None, written, written)
+            out[rowid] = Moment(None, written, written)
     return out

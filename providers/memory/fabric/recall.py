@@ -211,15 +211,8 @@ def _scored(
 ) -> list[Candidate]:
     """Score the fused batch by the blend (relevance, recency, importance) from the two columns it
     needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
-    rowids = [rowid for rowid, _ in fused]
     scope = memory.scope
-    with memory.store.read() as conn:
-        rows = conn.execute(
-            f"SELECT rowid, created_at, importance FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            f"{memory.store.scope_rows()}",
-            (*rowids, scope.tenant_id, scope.resource_id, scope.thread_id),
-        ).fetchall()
-    columns = {rowid: (created_at, importance) for rowid, created_at, importance in rows}
+    columns = memory.store.columns_by_rowid(scope, [rowid for rowid, _ in fused], ("created_at", "importance"))
     now = datetime.now(UTC).timestamp()
     ranked: list[tuple[float, int, float, float, float]] = []
     for rowid, relevance in fused:

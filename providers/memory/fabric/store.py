@@ -289,6 +289,20 @@ class Store(ScopeSideRows):
             rows = conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()
         return {row[0]: note_from_row(row, scope) for row in rows}
 
+    def columns_by_rowid(
+        self, scope: Scope, rowids: Sequence[int], columns: Sequence[str]
+    ) -> dict[int, tuple[Any, ...]]:
+        """Return ``{rowid: (column, …)}`` of the named note columns for those rowids that are rows of the
+        scope (a recall's signals and its blend read a few columns of many candidates)."""
+        if not rowids:
+            return {}
+        sql = (
+            f"SELECT rowid, {', '.join(columns)} FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
+            f"{self.scope_rows()}"
+        )
+        with self.read() as conn:
+            return {int(row[0]): tuple(row[1:]) for row in conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()}
+
     def rows_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> list[tuple[Any, ...]]:
         """Return ``rowid, seq, *NOTE_COLUMNS, embedding`` rows of the scope with those rowids."""
         if not rowids:
