@@ -30,7 +30,7 @@ __all__ = ["FILE", "SEED", "Case", "corpus"]
 SEED = 11
 FILE = "/files/bait.txt"
 GET_ROUTES = ["/afi/stat", "/afi/list", "/afi/read"]
-JSON_ROUTES = ["/afi/mkdir", "/afi/move", "/afi/search", "/ledger/s1/append", "/ledger/s1/observe"]
+JSON_ROUTES = ["/afi/mkdir", "/afi/move", "/afi/search", "/ledger/s1/append", "/ledger/s1/observe", "/notes/remember"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,7 @@ def _body_cases(rng: random.Random) -> Iterator[Case]:
         "/afi/move": {"from": FILE, "to": "/files/elsewhere.txt", "overwrite": False},
         "/afi/search": {"query": "bait", "path": "/", "limit": 5, "cursor": None, "x-context": 0, "x-budget": 100},
         "/ledger/s1/append": {"messages": [{"role": "user", "text": "hi", "entry_id": "e1"}]},
+        "/notes/remember": {"notes": [{"kind": "fact", "content": "the bait is blue"}]},
     }
     for route, good in fields.items():
         for field in [*good, "unknown"]:
@@ -170,11 +171,29 @@ def _body_cases(rng: random.Random) -> Iterator[Case]:
     queries += [{"regex": "a", "semantic": "b", "conversation": "c"}, "x" * 100_000, "", ["a"], 1, None]
     for i, query in enumerate(queries):
         yield Case(f"query{i}", _request("POST", "/afi/search", body=_json({"query": query})))
+    yield from _batch_cases(rng)
     deep = {"messages": [{"role": "user", "text": "x", "entry_id": "e", "timestamp": "not a time"}]}
     for i, op in enumerate(["append", "observe", "reflect", "scope.open", "scope.close", "bind", "nope", "..", "%00"]):
         bodies: list[dict[str, Any]] = [{}, deep, {"messages": "x"}, {"messages": [None]}, {"text": 5}, {"x": [[[]]]}]
         for j, payload in enumerate(bodies):
             yield Case(f"ledger{i}.{j}:{op}", _request("POST", f"/ledger/s1/{op}", body=_json(payload)))
+
+
+def _batch_cases(rng: random.Random) -> Iterator[Case]:
+    """Many-note remembers: each note's fields given wrong, and batches wrong as a whole."""
+    good = {"kind": "fact", "content": "the bait is blue", "name": "bait"}
+    note_fields = [*good, "id", "path", "block", "t_ref", "valid_from", "valid_to", "tags", "keywords", "links"]
+    note_fields += ["supersedes", "importance", "consent", "context", "source_entry_ids", "reflection_id", "nope"]
+    for field in note_fields:
+        for wrong in [*WRONG_TYPES, *HOSTILE_INTS, hostile_text(rng), hostile_path(rng)]:
+            body = _json({"notes": [good, {**good, "name": "second", field: wrong}]})
+            yield Case(f"batch:{field}={wrong!r:.40}", _request("POST", "/notes/remember", body=body))
+    batches: list[Any] = [[], [None], [[]], ["x"], [good] * 501, [{"kind": "fact", "content": "x" * 5_000_000}]]
+    batches += [[{"kind": "working", "block": "b", "content": "x"}], [{"kind": "episode", "content": "x"}]]
+    batches += [[{"kind": kind, "content": "x"} for kind in ("fact", "procedure", "file", "nope")]]
+    batches += [[{**good, "id": "n1"}, {**good, "id": "n1", "content": "twice"}], "x", None, {"a": 1}]
+    for i, notes in enumerate(batches):
+        yield Case(f"batch{i}", _request("POST", "/notes/remember", body=_json({"notes": notes})))
 
 
 JUNK_NUMBERS: list[Any] = [*HOSTILE_INTS, "abc", "", "1e3", "0x10", "1.5", "-0", "+5", " 7", "9" * 5000, "١٢", "NaN"]
