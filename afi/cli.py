@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "session": "session",
     "snapshot": "snapshot",
     "space": "space",
+    "sync": "sync",
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(f"afi.commands.{module}" for module in COMMANDS.values()))
 

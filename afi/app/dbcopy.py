@@ -60,6 +60,7 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("oauth_clients", ("client_id",)),
     TableCopy("oauth_grants", ("id",)),
     TableCopy("oauth_tokens", ("sha256",)),
+    TableCopy("sync_peers", ("space", "peer")),
 )
 
 

@@ -105,17 +105,29 @@ def restore(
 
 @space_app.command("list")
 def list_spaces(db: DbOption = None, root: RootOption = None, as_json: JsonOption = False) -> None:
-    """List the spaces that hold notes or files: current notes, note versions, files, ledger sessions."""
+    """List the spaces that hold notes or files: current notes, note versions, files, ledger sessions, and
+    the stores each has synced with (the latest: where it was reached and when)."""
     from afi.app.local import local_owner
 
     with afi_errors():
-        found = _provider(db, root).space_list(local_owner("default"))
+        provider = _provider(db, root)
+        found = provider.space_list(local_owner("default"))
+        peers = provider.sync_peers()
+    for row in found:
+        row["peers"] = [{"store": p.peer, "label": p.label, "synced_at": p.synced_at, "received": p.received}
+                        for p in peers if p.space == row["space"]]  # fmt: skip
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
-    sys.stdout.write("space\tnotes\tversions\tfiles\tsessions\n")
+    sys.stdout.write("space\tnotes\tversions\tfiles\tsessions\tlast synced\n")
     for row in found:
-        sys.stdout.write(f"{row['space']}\t{row['notes']}\t{row['versions']}\t{row['files']}\t{row['sessions']}\n")
+        last = row["peers"][0] if row["peers"] else None
+        synced = f"{last['label']} at {last['synced_at']}" if last else "-"
+        if len(row["peers"]) > 1:
+            synced += f" (+{len(row['peers']) - 1} more)"
+        sys.stdout.write(
+            f"{row['space']}\t{row['notes']}\t{row['versions']}\t{row['files']}\t{row['sessions']}\t{synced}\n"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -45,6 +45,7 @@ STEPS: tuple[Step, ...] = (
     # a PostgreSQL store has used the per-user workspace whatever its URL: nothing to record
     Step(12, "workspace of older stores", lite.workspace_of_older_stores, None),
     Step(13, "workspace charged bytes", lite.workspace_charged, pg.workspace_charged),
+    Step(14, "sync", lite.sync, pg.sync),
 )
 LATEST = len(STEPS)
 WORKSPACE_STEP = 12  # from this step on, a SQLite store records the per-user workspace it used before

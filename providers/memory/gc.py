@@ -96,7 +96,7 @@ def _note_versions(conn: Connection, space: str, cut: str) -> int:
         chunk = ids[start : start + 500]
         marks = ", ".join("?" * len(chunk))
         conn.execute(f"DELETE FROM notes WHERE {_SCOPE} AND id IN ({marks})", (space, *chunk))
-        conn.executemany(INSERT_CHANGE, [change_row(("afi", space, "main"), note_id, "delete") for note_id in chunk])
+        conn.executemany(INSERT_CHANGE, [change_row(("afi", space, "main"), note_id, "gc") for note_id in chunk])
     return len(ids)
 
 

@@ -34,6 +34,7 @@ from .import_verbs import ImportVerbs
 from .ledger.ops import apply_op
 from .search.search import Search
 from .spaces import Space, Spaces, check_space_name
+from .sync_verbs import SyncVerbs
 from .time_verbs import TimeVerbs
 from .tree.afi import AfiArea, memory_manifest
 from .tree.base import MAX_LIST, Area, Listing, WriteOptions
@@ -52,7 +53,7 @@ def _file_locks(db: str | Path) -> SpaceLocks:
     return SpaceLocks(lock_folder(Path(db)))
 
 
-class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs):
+class MemoryProvider(AdminVerbs, TimeVerbs, ImportVerbs, SyncVerbs):
     """An AFI provider at profile 3 over the memory fabric and a jailed workspace per space."""
 
     def __init__(

@@ -34,7 +34,10 @@ def test_fork_restore_and_list_from_the_command_line(tmp_path: Path) -> None:
     rows = json.loads(afi("space", "list", "--json", db=db).stdout)
     assert [(r["space"], r["notes"], r["versions"]) for r in rows] == [("copy", 1, 1), ("default", 2, 3)]
     table = afi("space", "list", db=db).stdout.splitlines()
-    assert table[0].split("\t") == ["space", "notes", "versions", "files", "sessions"] and len(table) == 3
+    assert (
+        table[0].split("\t") == ["space", "notes", "versions", "files", "sessions", "last synced"] and len(table) == 3
+    )
+    assert table[1].endswith("\t-")  # never synced
 
     dry = afi("space", "restore", "default@monday", "--dry-run", db=db)
     assert dry.returncode == 0, dry.stderr

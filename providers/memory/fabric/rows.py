@@ -52,17 +52,19 @@ def iso_now() -> str:
 
 # A change of a note, stamped with the writer's wall clock or the scope's last stamp when that is later:
 # the stamps never go back, so the newest one is the scope's clock (clock.py), whatever wrote last
+# (``origin``: the store a synced change came from, NULL for a change made here)
 INSERT_CHANGE = (
-    "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op, stamp) VALUES (?, ?, ?, ?, ?, "
-    "COALESCE((SELECT CASE WHEN c.stamp > ? THEN c.stamp END FROM note_changes c WHERE c.tenant_id = ? "
-    "AND c.resource_id = ? AND c.thread_id = ? ORDER BY c.seq DESC LIMIT 1), ?))"
+    "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id, op, origin, stamp) "
+    "VALUES (?, ?, ?, ?, ?, ?, COALESCE((SELECT CASE WHEN c.stamp > ? THEN c.stamp END FROM note_changes c "
+    "WHERE c.tenant_id = ? AND c.resource_id = ? AND c.thread_id = ? ORDER BY c.seq DESC LIMIT 1), ?))"
 )
 
 
-def change_row(key: tuple[str, str, str], note_id: str, op: str) -> tuple[str, ...]:
-    """The parameters of :data:`INSERT_CHANGE` for one change of a note of the scope ``key``."""
+def change_row(key: tuple[str, str, str], note_id: str, op: str, origin: str | None = None) -> tuple[str | None, ...]:
+    """The parameters of :data:`INSERT_CHANGE` for one change of a note of the scope ``key``: ``op`` is
+    ``upsert``, ``delete`` (a forget) or ``gc`` (a retired version dropped by ``afi gc``)."""
     wall = iso_now()
-    return (*key, note_id, op, wall, *key, wall)
+    return (*key, note_id, op, origin, wall, *key, wall)
 
 
 def _scope_key(scope: Scope) -> tuple[str, str, str]:

@@ -203,8 +203,10 @@ class Store(ScopeSideRows):
 
     # -- notes -------------------------------------------------------------------------
 
-    def _bump(self, conn: Connection, scope: Scope, note_id: str, op: str) -> int:
-        row = conn.execute(f"{INSERT_CHANGE} RETURNING seq", change_row(_scope_key(scope), note_id, op)).fetchone()
+    def _bump(self, conn: Connection, scope: Scope, note_id: str, op: str, origin: str | None = None) -> int:
+        row = conn.execute(
+            f"{INSERT_CHANGE} RETURNING seq", change_row(_scope_key(scope), note_id, op, origin)
+        ).fetchone()
         return int(row[0])
 
     def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
@@ -223,10 +225,13 @@ class Store(ScopeSideRows):
         plus = self.engine.rowid_hint
         return f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
 
-    def insert_note(self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None) -> int:
-        """Insert a note row (with its rendering and embedding); return its seq."""
+    def insert_note(
+        self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None, *, origin: str | None = None
+    ) -> int:
+        """Insert a note row (with its rendering and embedding); return its seq. ``origin``: the store a
+        synced note came from."""
         with self.write() as conn:
-            seq = self._bump(conn, scope, note.id, "upsert")
+            seq = self._bump(conn, scope, note.id, "upsert", origin)
             column, render = self._rendering
             cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", column, "embedding")
             blob = None if embedding is None else self._vector(embedding)
@@ -235,11 +240,18 @@ class Store(ScopeSideRows):
                 conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
             return seq
 
-    def update_note(self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None = None) -> int:
+    def update_note(
+        self,
+        scope: Scope,
+        note: MemoryNote,
+        embedding: npt.NDArray[np.float32] | None = None,
+        *,
+        origin: str | None = None,
+    ) -> int:
         """Rewrite the row with ``note.id`` (every field and its rendering; the embedding only when
         given); return its new seq. Raises MemoryValidationError when the row is not in the scope."""
         with self.write() as conn:
-            seq = self._bump(conn, scope, note.id, "upsert")
+            seq = self._bump(conn, scope, note.id, "upsert", origin)
             column, render = self._rendering
             sets = [f"{col} = ?" for col in NOTE_COLUMNS] + ["seq = ?", f"{column} = ?"]
             values = [*_note_values(note), seq, render(note)]
@@ -256,15 +268,16 @@ class Store(ScopeSideRows):
                 raise MemoryValidationError(f"note {note.id} is not in this scope")
             return seq
 
-    def delete_note(self, scope: Scope, note_id: str) -> int:
-        """Delete the row with that id from the scope; return how many rows went (0 or 1)."""
+    def delete_note(self, scope: Scope, note_id: str, *, origin: str | None = None) -> int:
+        """Delete the row with that id from the scope (a forget: the change log keeps a ``delete``);
+        return how many rows went (0 or 1)."""
         with self.write() as conn:
             cur = conn.execute(
                 "DELETE FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
                 (*_scope_key(scope), note_id),
             )
             if cur.rowcount:
-                self._bump(conn, scope, note_id, "delete")
+                self._bump(conn, scope, note_id, "delete", origin)
             return cur.rowcount
 
     def select_notes(self, scope: Scope, where: str = "TRUE", params: Sequence[Any] = (), *, order: str = "id",
@@ -376,6 +389,32 @@ class Store(ScopeSideRows):
                 _scope_key(scope),
             ).fetchone()
         return int(row[0] or 0)
+
+    def sync_changes(self, scope: Scope, seq: int, limit: int) -> list[tuple[int, str, str, str | None]]:
+        """Return ``(seq, note_id, op, origin)`` of at most ``limit`` of the scope's changes after ``seq``,
+        oldest first (what a sync sends a peer)."""
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT seq, note_id, op, origin FROM note_changes WHERE tenant_id = ? AND resource_id = ? "
+                f"AND thread_id = ? AND seq > ? ORDER BY seq LIMIT {int(limit)}",
+                (*_scope_key(scope), seq),
+            ).fetchall()
+        return [(int(s), str(n), str(o), origin) for s, n, o, origin in rows]
+
+    def forgotten(self, scope: Scope, note_ids: Sequence[str]) -> set[str]:
+        """Return those of the ids whose last change in the scope is a forget (``delete``)."""
+        if not note_ids:
+            return set()
+        marks = ", ".join("?" * len(note_ids))
+        with self.read() as conn:
+            rows = conn.execute(
+                "SELECT c.note_id, c.op FROM note_changes c WHERE c.tenant_id = ? AND c.resource_id = ? "
+                f"AND c.thread_id = ? AND c.note_id IN ({marks}) AND c.seq = (SELECT MAX(d.seq) FROM note_changes d "
+                "WHERE d.tenant_id = c.tenant_id AND d.resource_id = c.resource_id AND d.thread_id = c.thread_id "
+                "AND d.note_id = c.note_id)",
+                (*_scope_key(scope), *note_ids),
+            ).fetchall()
+        return {str(note_id) for note_id, op in rows if op == "delete"}
 
     def changes_since(self, scope: Scope, seq: int) -> list[tuple[int, str, str]]:
         """Return ``(seq, note_id, op)`` of the scope's changes after ``seq``, oldest first."""

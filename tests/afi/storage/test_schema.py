@@ -229,14 +229,18 @@ def test_step_one_equals_the_old_ddl(tmp_path: Path) -> None:
 
 
 REBUILT = ("notes_trigram", "workspace_trigram")  # step 3: the same tables, without positions
-# steps 8 and 9: ALTER TABLE … ADD COLUMN
-ADDED_COLUMNS = {"note_changes": ("stamp", "TEXT"), "workspace_files": ("charged", "INTEGER")}
+# steps 10, 13 and 14: ALTER TABLE … ADD COLUMN
+ADDED_COLUMNS = [
+    ("note_changes", "stamp", "TEXT"),
+    ("workspace_files", "charged", "INTEGER"),
+    ("note_changes", "origin", "TEXT"),
+]
 
 
 def _less_added_columns(layout: dict[str, Any]) -> dict[str, Any]:
     """The layout with the columns later steps added taken out again (each asserted to be there)."""
     out = dict(layout)
-    for table, (column, kind_of) in ADDED_COLUMNS.items():
+    for table, column, kind_of in ADDED_COLUMNS:
         kind, name, sql, columns, *rest = out[table]
         added = f",{column} {kind_of}"
         assert added in sql and any(c[1] == column for c in columns), (table, column)
@@ -259,7 +263,8 @@ def test_later_steps_change_only_what_they_name(tmp_path: Path) -> None:
                      "file_blobs", "sqlite_autoindex_file_blobs_1", "file_versions", "file_versions_path",
                      "file_versions_at", "file_versions_sha256", "oauth_clients", "sqlite_autoindex_oauth_clients_1",
                      "oauth_grants", "sqlite_autoindex_oauth_grants_1", "oauth_tokens",
-                     "sqlite_autoindex_oauth_tokens_1", "oauth_tokens_grant"}  # fmt: skip
+                     "sqlite_autoindex_oauth_tokens_1", "oauth_tokens_grant", "note_changes_note", "sync_peers",
+                     "sqlite_autoindex_sync_peers_1"}  # fmt: skip
     kept = _without(after, added)
     changed = {name for name in before if kept.get(name) != before[name]}
     assert {"notes_trigram", "workspace_trigram"} <= changed and all(_rebuilt(name) for name in changed), changed

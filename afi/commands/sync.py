@@ -1,0 +1,84 @@
+"""``afi sync REMOTE``: bring a space of this store and of another in step, both ways by default.
+
+REMOTE is another store: a SQLite file (a path or ``sqlite:///…``) or a PostgreSQL URL. Each side
+applies what the other has not applied yet, in batches of one transaction each; a conflict (one name
+written on both sides) is settled alike on both and printed. An AfiError becomes
+``afi: <path>: <code>: <message>`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from .errors import afi_errors, stderr
+from .options import DbOption, RootOption, SpaceOption, resolve_db, resolve_store
+
+__all__ = ["register"]
+
+
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
+def _said(direction: str, traffic: Any, dry_run: bool) -> str:
+    sent = f"{_n(traffic.notes, 'version')} and {_n(traffic.forgotten, 'forget')}"
+    if dry_run:
+        return f"{direction}: would send {sent}"
+    if not traffic.batches:
+        return f"{direction}: nothing new"
+    return (f"{direction}: {sent} in {_n(traffic.batches, 'batch')}: {traffic.inserted} new, {traffic.merged} merged, "
+            f"{traffic.deleted} forgotten")  # fmt: skip
+
+
+def sync(
+    remote: Annotated[
+        str, typer.Argument(help="The other store: a SQLite file or sqlite:/// URL, or a postgresql:// URL")
+    ],
+    pull: Annotated[bool, typer.Option("--pull", help="Only apply the remote's changes here")] = False,
+    push: Annotated[bool, typer.Option("--push", help="Only apply this store's changes there")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would travel; change nothing")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    space: SpaceOption = "default",
+    db: DbOption = None,
+    root: RootOption = None,
+) -> None:
+    """Bring SPACE of this store and of REMOTE in step: each applies the versions and forgets the
+    other has not applied yet. One name written on both sides keeps both versions; both stores make
+    the one written last current and print the conflict."""
+    from afi.app.sync import sync_stores
+
+    if pull and push:
+        raise typer.BadParameter("--pull and --push each name one direction; give neither for both")
+    with afi_errors():
+        store, workspace = resolve_store(db, root)
+        there = remote if remote.startswith(("http://", "https://")) else resolve_db(remote, create=False)
+        report = sync_stores(store, workspace, there, space=space,
+                             pull=not push, push=not pull, dry_run=dry_run)  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(_as_json(report), indent=2))
+    else:
+        for direction, traffic, asked in (("pull", report.pulled, not push), ("push", report.pushed, not pull)):
+            if asked:
+                typer.echo(_said(direction, traffic, dry_run))
+    for conflict in report.pulled.conflicts + report.pushed.conflicts:
+        stderr().print(
+            f"conflict: {conflict.kind} {conflict.name!r} was written on both sides: {conflict.kept} stays current, "
+            f"{conflict.retired} is kept in /history/{conflict.retired}.md",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
+
+
+def _as_json(report: Any) -> dict[str, Any]:
+    def side(traffic: Any) -> dict[str, Any]:
+        return {"batches": traffic.batches, "versions": traffic.notes, "forgets": traffic.forgotten,
+                "inserted": traffic.inserted, "merged": traffic.merged, "deleted": traffic.deleted,
+                "conflicts": [vars(c) for c in traffic.conflicts]}  # fmt: skip
+
+    return {"dry_run": report.dry_run, "pull": side(report.pulled), "push": side(report.pushed)}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sync")(sync)

@@ -1,0 +1,171 @@
+"""Applying a peer's batch to a space: all of it in one transaction under the space's write lock, or none.
+
+Each version the batch carries is inserted when the space lacks it, merged (:func:`.states.merge`) when
+it holds another state of it, and left alone when it holds the same. A version this space forgot is
+not taken back (a forget wins over an edit), unless the peer holds it under legal hold (a hold wins
+over a forget). A forget deletes the version here unless it is held here.
+
+Then every name the batch touched is settled: two current versions of one name (each side wrote a
+new version of it since they last synced) are a conflict, and both stores resolve it alike: the
+version written last (``created_at``, then id) stays current, the other is retired at that instant
+(it stays in ``/history``), and the winner links to it (``won_over``), which its front matter shows.
+The conflicts are reported. Last, the peer's ``upto`` is recorded in the same transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from afi.errors import InvalidPath
+
+from ..bundle.checks import check_note
+from ..bundle.layout import NOTE_ID
+from ..fabric.embedders import embedding_text
+from ..fabric.memory import Memory
+from ..fabric.rows import NAMED, file_name
+from ..fabric.types import MemoryNote
+from .batches import Batch
+from .peers import record_received
+from .states import kept_loser, merge, note_of, state_of
+
+__all__ = ["Applied", "Conflict", "apply_batch"]
+
+# a peer's write stamps may run this far ahead of this store's clock (clocks differ); further is refused
+CLOCK_SKEW = timedelta(minutes=10)
+_STAMPS = ("ingested_at", "created_at", "updated_at", "forgotten_at")
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two current versions of one name met: ``kept`` stays current, ``retired`` went to history."""
+
+    kind: str
+    name: str
+    kept: str
+    retired: str
+
+
+@dataclass
+class Applied:
+    """What applying a batch changed here."""
+
+    inserted: int = 0
+    merged: int = 0
+    deleted: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+def _checked(batch: Batch, memory: Memory) -> list[MemoryNote]:
+    """Given a batch, return its notes checked as a bundle's are (ids, times, names, caps) plus the
+    stamps no later than this store's clock allows; InvalidPath naming the note at fault otherwise."""
+    latest = (datetime.now(UTC) + CLOCK_SKEW).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    notes: list[MemoryNote] = []
+    seen: set[str] = set()
+    for index, state in enumerate(batch.notes):
+        where = f"notes[{index}]"
+        note = note_of(state, memory.scope, where)
+        if not NOTE_ID.match(note.id) or note.id in seen:
+            raise InvalidPath(f"{where}: a version id is 12 hex digits, once a batch (not {note.id!r})")
+        seen.add(note.id)
+        if note.kind not in ("fact", "procedure", "file"):
+            raise InvalidPath(f"{where}: a synced note is a fact, procedure or file note, not {note.kind!r}")
+        check_note(note, where, memory.limits)
+        late = [key for key in _STAMPS if (getattr(note, key) or "") > latest]
+        if late:
+            minutes = int(CLOCK_SKEW.total_seconds() // 60)
+            raise InvalidPath(f"{where}: {late[0]} {getattr(note, late[0])} is ahead of this store's clock by more "
+                              f"than {minutes} minutes; check the peer's clock")  # fmt: skip
+        notes.append(note)
+    for note_id in batch.forgotten:
+        if not NOTE_ID.match(note_id):
+            raise InvalidPath(f"forgotten: a version id is 12 hex digits, not {note_id!r}")
+    return notes
+
+
+def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Applied:
+    """Apply a peer's batch to ``space`` (``memory``: its memory) and record the peer's ``upto`` there;
+    call under the space's write lock. Raises InvalidPath or TooLarge for a batch that is not one,
+    Conflict for a version id that names another note here; nothing is written then."""
+    notes = _checked(batch, memory)
+    vectors = dict(zip((n.content for n in notes), memory.embedder.embed([embedding_text(n) for n in notes]),
+                       strict=True)) if notes else {}  # fmt: skip
+    store, scope, origin = memory.store, memory.scope, batch.store
+    applied = Applied()
+    with store.write(scope) as conn:
+        ids = [n.id for n in notes] + batch.forgotten
+        local = {n.id: n for n in _by_ids(memory, ids)}
+        forgotten_here = store.forgotten(scope, [n.id for n in notes if n.id not in local])
+        touched: set[tuple[str, str]] = set()
+
+        def vector(note: MemoryNote) -> Any:
+            if note.content not in vectors:
+                vectors[note.content] = memory.embedder.embed([embedding_text(note)])[0]
+            return vectors[note.content]
+
+        for note in notes:
+            incoming = state_of(note)
+            mine = local.get(note.id)
+            if mine is None:
+                if note.id in forgotten_here and note.status != "legal_hold":
+                    continue
+                store.insert_note(scope, note, vector(note), origin=origin)
+                local[note.id] = note
+                applied.inserted += 1
+            else:
+                ours = state_of(mine)
+                merged = merge(ours, incoming)
+                if merged == ours:
+                    continue
+                result = note_of(merged, scope, f"version {note.id}")
+                embedding = vector(result) if merged["content"] != ours["content"] else None
+                store.update_note(scope, result, embedding, origin=origin if merged == incoming else None)
+                local[note.id] = result
+                applied.merged += 1
+                kept = kept_loser(ours, incoming, merged)
+                if kept is not None and kept["id"] not in local and not _by_ids(memory, [kept["id"]]):
+                    kept_note = note_of(kept, scope, f"version {note.id}")
+                    store.insert_note(scope, kept_note, vector(kept_note))
+                    local[kept_note.id] = kept_note
+            if note.name is not None:
+                touched.add((note.kind, note.name))
+        for note_id in batch.forgotten:
+            mine = local.get(note_id)
+            if mine is not None and mine.status != "legal_hold":
+                applied.deleted += store.delete_note(scope, note_id, origin=origin)
+        for kind, name in sorted(touched):
+            applied.conflicts += _settle(memory, kind, name)
+        record_received(conn, space, origin, label, batch.upto)
+    return applied
+
+
+def _by_ids(memory: Memory, ids: list[str]) -> list[MemoryNote]:
+    out: list[MemoryNote] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        out += memory.store.select_notes(memory.scope, f"id IN ({', '.join('?' * len(chunk))})", chunk)
+    return out
+
+
+def _settle(memory: Memory, kind: str, name: str) -> list[Conflict]:
+    """Leave one current version of a name: the one written last stays, the others retire at its
+    instant and the winner links to each (every store that holds the same versions settles alike)."""
+    store, scope = memory.store, memory.scope
+    current = store.select_notes(
+        scope, f"kind = ? AND {NAMED} AND valid_to IS NULL AND status = 'active'", (kind, file_name(name))
+    )
+    if len(current) < 2:
+        return []
+    winner = max(current, key=lambda n: (n.created_at, n.id))
+    links = [link.model_dump(exclude_none=True) for link in winner.links]
+    conflicts: list[Conflict] = []
+    for loser in sorted((n for n in current if n is not winner), key=lambda n: n.id):
+        at = max(winner.created_at, loser.valid_from or "")
+        updated = max(loser.updated_at or loser.created_at, winner.created_at)
+        store.update_note(scope, loser.model_copy(update={"valid_to": at, "updated_at": updated}))
+        if not any(link["id"] == loser.id and link.get("relation") == "won_over" for link in links):
+            links.append({"id": loser.id, "relation": "won_over"})
+        conflicts.append(Conflict(kind, name, winner.id, loser.id))
+    store.update_note(scope, note_of({**state_of(winner), "links": links}, scope, f"version {winner.id}"))
+    return conflicts

@@ -1,0 +1,140 @@
+"""A sync between two stores' copies of a space: each side sends what the other has not applied yet.
+
+Either side is an :class:`Endpoint`: this store through its provider (:class:`LocalEndpoint`), or
+another reached however it is reached (another store file, an ``afi serve`` URL). A pull asks the
+remote for its changes after the seq this store recorded for it and applies them here, batch by
+batch, each batch one transaction that also moves the recorded seq; a push is the same with the roles
+swapped. A sync killed between batches resumes from the last one applied; one killed inside a batch
+leaves that batch unapplied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from afi.errors import Conflict as Refused
+from afi.provider import Caller
+
+from .apply import Applied, Conflict
+from .batches import Batch
+
+__all__ = ["Endpoint", "LocalEndpoint", "SyncReport", "Traffic", "sync"]
+
+
+class Endpoint(Protocol):
+    """One side of a sync, for one space."""
+
+    label: str  # where this side is, as the other side records it
+
+    def identity(self) -> str: ...
+
+    def read(self, *, since: int, peer: str) -> Batch: ...
+
+    def received(self, peer: str) -> int: ...
+
+    def apply(self, batch: Batch, *, label: str) -> Applied: ...
+
+
+class _SyncProvider(Protocol):
+    def store_id(self) -> str: ...
+
+    def sync_read(self, caller: Caller, *, since: int, peer: str) -> Batch: ...
+
+    def sync_received(self, caller: Caller, peer: str) -> int: ...
+
+    def sync_apply(self, caller: Caller, batch: Batch, *, label: str) -> Applied: ...
+
+
+@dataclass
+class LocalEndpoint:
+    """A space of a store opened here, through its provider's verbs as ``caller``."""
+
+    provider: _SyncProvider
+    caller: Caller
+    label: str
+
+    def identity(self) -> str:
+        return self.provider.store_id()
+
+    def read(self, *, since: int, peer: str) -> Batch:
+        return self.provider.sync_read(self.caller, since=since, peer=peer)
+
+    def received(self, peer: str) -> int:
+        return self.provider.sync_received(self.caller, peer)
+
+    def apply(self, batch: Batch, *, label: str) -> Applied:
+        return self.provider.sync_apply(self.caller, batch, label=label)
+
+
+@dataclass
+class Traffic:
+    """What went one way: batches, versions sent, and what applying them did."""
+
+    batches: int = 0
+    notes: int = 0
+    forgotten: int = 0
+    inserted: int = 0
+    merged: int = 0
+    deleted: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def add(self, batch: Batch, applied: Applied | None) -> None:
+        """Count a batch (one that only moves the peer's recorded seq past changes it sent us is not one)."""
+        if not batch.notes and not batch.forgotten:
+            return
+        self.batches += 1
+        self.notes += len(batch.notes)
+        self.forgotten += len(batch.forgotten)
+        if applied is not None:
+            self.inserted += applied.inserted
+            self.merged += applied.merged
+            self.deleted += applied.deleted
+            self.conflicts += applied.conflicts
+
+
+@dataclass
+class SyncReport:
+    """A sync's two directions (a direction not asked for stays empty)."""
+
+    pulled: Traffic = field(default_factory=Traffic)
+    pushed: Traffic = field(default_factory=Traffic)
+    dry_run: bool = False
+
+
+Progress = Callable[[str, Traffic], None]
+
+
+def sync(local: Endpoint, remote: Endpoint, *, pull: bool = True, push: bool = True, dry_run: bool = False,
+         progress: Progress | None = None) -> SyncReport:  # fmt: skip
+    """Bring ``local`` and ``remote`` in step: the remote's changes applied here (pull), then this
+    side's applied there (push). A dry run reads what would travel and applies nothing.
+
+    Raises Conflict when both sides are one store (or copies of one store file).
+    """
+    ours, theirs = local.identity(), remote.identity()
+    if ours == theirs:
+        raise Refused(f"{remote.label} is this store (or a copy of its file, with the same store id {ours}): "
+                      "a store syncs with other stores")  # fmt: skip
+    report = SyncReport(dry_run=dry_run)
+    if pull:
+        _one_way(remote, theirs, local, ours, report.pulled, dry_run, progress and (lambda t: progress("pull", t)))
+    if push:
+        _one_way(local, ours, remote, theirs, report.pushed, dry_run, progress and (lambda t: progress("push", t)))
+    return report
+
+
+def _one_way(source: Endpoint, source_id: str, target: Endpoint, target_id: str, traffic: Traffic, dry_run: bool,
+             progress: Callable[[Traffic], None] | None) -> None:  # fmt: skip
+    since = target.received(source_id)
+    while True:
+        batch = source.read(since=since, peer=target_id)
+        if batch.upto <= since and not batch.notes and not batch.forgotten:
+            return
+        traffic.add(batch, None if dry_run else target.apply(batch, label=source.label))
+        if progress is not None:
+            progress(traffic)
+        since = batch.upto
+        if not batch.more:
+            return

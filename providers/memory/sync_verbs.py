@@ -1,0 +1,76 @@
+"""The provider's verbs for ``afi sync``: a space's changes out, a peer's changes in.
+
+Syncing reads every version of a space and writes versions with their own ids and times, as only the
+store itself does otherwise: both verbs need ``afi:admin`` on the space. Applying a batch holds the
+space's write lock and is one transaction with its audit row (``sync``), so a sync killed at any
+moment leaves the space as it was before the batch or after it, never between.
+
+Mixed into :class:`~.provider.MemoryProvider`, which supplies the store, the spaces, their write
+locks and the audit log.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from afi.errors import InvalidPath
+from afi.provider import Caller
+from afi.storage.database import Database
+
+from .sync.apply import Applied, apply_batch
+from .sync.batches import MAX_BATCH_CHANGES, Batch, read_batch
+from .sync.peers import Peer, peers, received, store_id
+
+if TYPE_CHECKING:
+    from .spaces import Space
+
+__all__ = ["SyncVerbs"]
+
+T = TypeVar("T")
+
+
+class SyncVerbs:
+    """A space's changes for a peer, a peer's batch applied, and how far each peer got."""
+
+    _db: Database
+
+    if TYPE_CHECKING:
+
+        def _space(self, name: str) -> Space: ...
+
+        def _audited(self, caller: Caller, verb: str, path: str, run: Callable[[], T], *,
+                     where: str | None = None) -> T: ...  # fmt: skip
+
+    def store_id(self) -> str:
+        """This store's id among the stores it syncs with."""
+        return store_id(self._db)
+
+    def sync_read(self, caller: Caller, *, since: int, peer: str, limit: int = MAX_BATCH_CHANGES) -> Batch:
+        """The caller's space's changes after ``since`` for ``peer`` (leaving out what came from it)."""
+        caller.require("afi:admin", path="/")
+        memory = self._space(caller.space).fabric.memory
+        return read_batch(memory, store=self.store_id(), space=caller.space, since=since, peer=peer,
+                          limit=min(max(1, limit), MAX_BATCH_CHANGES))  # fmt: skip
+
+    def sync_received(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s changes to the caller's space."""
+        caller.require("afi:admin", path="/")
+        with self._db.read() as conn:
+            return received(conn, caller.space, peer)
+
+    def sync_apply(self, caller: Caller, batch: Batch, *, label: str) -> Applied:
+        """Apply a peer's batch to the caller's space: one transaction under its write lock, audited."""
+
+        def run() -> Applied:
+            caller.require("afi:admin", path="/")
+            if batch.space != caller.space:
+                raise InvalidPath(f"the batch holds changes of space {batch.space!r}, not of {caller.space!r}")
+            return apply_batch(self._space(caller.space).fabric.memory, batch, space=caller.space, label=label)
+
+        return self._audited(caller, "sync", "/", run)
+
+    def sync_peers(self, space: str | None = None) -> builtins.list[Peer]:
+        """The stores each space (or one) has synced with, most recent first."""
+        return peers(self._db, space)

@@ -1,0 +1,152 @@
+"""``afi sync`` as a user runs it: two store files in step both ways, a conflict printed, the report as
+JSON, refusals; and ``kill -9`` in the middle of a sync: each kill leaves both stores whole, and the
+next sync finishes the job with every version on both sides once. Figures: kills, how many landed
+while versions were travelling, failures (zero)."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afi.auth.keys import LOCAL_OWNER
+from afi.providers.memory.provider import MemoryProvider
+from afi.providers.memory.sync.states import state_of
+from tests.support.cli import AFI, afi
+
+SEED = 32
+
+
+def _versions(db: Path) -> dict[str, dict[str, Any]]:
+    provider = MemoryProvider(db, db.parent / f"{db.stem}.files")
+    memory = provider.fabric("default").memory
+    return {note.id: state_of(note) for note in memory.store.select_notes(memory.scope)}
+
+
+def test_two_stores_in_step_both_ways_with_a_conflict_printed(tmp_path: Path) -> None:
+    laptop, server = tmp_path / "laptop.db", tmp_path / "server.db"
+    assert afi("remember", "fact", "we use metric units", "--name", "units", db=laptop).returncode == 0
+    assert afi("remember", "fact", "deploys go out on tuesdays", "--name", "deploy", db=server).returncode == 0
+    dry = afi("sync", str(server), "--dry-run", db=laptop)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == [
+        "pull: would send 1 version and 0 forgets",
+        "push: would send 1 version and 0 forgets",
+    ]
+    assert afi("cat", "/facts/deploy.md", db=laptop).returncode == 2  # a dry run changes nothing
+    done = afi("sync", str(server), db=laptop)
+    assert done.returncode == 0, done.stderr
+    assert "tuesdays" in afi("cat", "/facts/deploy.md", db=laptop).stdout
+    assert "metric" in afi("cat", "/facts/units.md", db=server).stdout
+    assert afi("sync", f"sqlite:///{server}", db=laptop).stdout.splitlines() == [
+        "pull: nothing new",
+        "push: nothing new",
+    ]
+
+    afi("remember", "fact", "we use imperial units", "--name", "units", db=laptop)
+    afi("remember", "fact", "we use SI units everywhere", "--name", "units", db=server)
+    both = afi("sync", str(server), "--json", db=laptop)
+    assert both.returncode == 0, both.stderr
+    report = json.loads(both.stdout)
+    conflicts = report["pull"]["conflicts"] + report["push"]["conflicts"]
+    assert len(conflicts) == 1 and conflicts[0]["name"] == "units"
+    assert f"{conflicts[0]['retired']} is kept in /history/{conflicts[0]['retired']}.md" in both.stderr
+    current = afi("cat", "/facts/units.md", db=laptop).stdout
+    assert current == afi("cat", "/facts/units.md", db=server).stdout
+    assert f"- id: {conflicts[0]['retired']}\n  relation: won_over" in current
+    kept = afi("cat", f"/history/{conflicts[0]['retired']}.md", db=server)
+    assert kept.returncode == 0 and "units" in kept.stdout
+    assert _versions(laptop) == _versions(server)
+    listed = afi("space", "list", db=server).stdout.splitlines()[1].split("\t")
+    assert listed[-1].startswith(f"{socket.gethostname()}:{laptop} at 20"), listed
+    peers = json.loads(afi("space", "list", "--json", db=laptop).stdout)[0]["peers"]
+    assert [p["label"] for p in peers] == [f"{socket.gethostname()}:{server}"]
+
+
+def test_refusals_name_the_problem_and_change_nothing(tmp_path: Path) -> None:
+    laptop = tmp_path / "laptop.db"
+    afi("remember", "fact", "we use metric units", "--name", "units", db=laptop)
+    cases = [
+        (["sync", str(laptop)], "a store syncs with other stores"),
+        (["sync", "https://example.invalid/"], "not built yet"),
+        (["sync", str(tmp_path / "no" / "such.db")], "does not exist"),
+        (["sync", str(tmp_path / "other.db"), "--pull", "--push"], "each name one direction"),
+        (["sync", "mysql://x/y"], "not a store afi can open"),
+    ]
+    for args, message in cases:
+        result = afi(*args, db=laptop)
+        assert result.returncode == 2, (args, result.stdout)
+        assert message in result.stderr, (args, result.stderr)
+    assert len(_versions(laptop)) == 1
+
+
+def _seed(db: Path, count: int, prefix: str) -> None:
+    provider = MemoryProvider(db, db.parent / f"{db.stem}.files")
+    for start in range(0, count, 500):
+        provider.remember_many(LOCAL_OWNER, [
+            {"kind": "fact", "name": f"{prefix}-{i}", "content": f"{prefix} fact number {i} says {i * 7919 % 10007}"}
+            for i in range(start, min(count, start + 500))
+        ])  # fmt: skip
+
+
+def _whole(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _rows(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+
+
+def _kill_while_writing(process: subprocess.Popen[bytes], stores: tuple[Path, Path], rng: random.Random) -> bool:
+    """Kill the sync at a random moment after it committed a batch (a kill that lands in the next
+    one); return False when it finished first."""
+    before = sum(_rows(db) for db in stores)
+    deadline = time.monotonic() + 120
+    while sum(_rows(db) for db in stores) == before:
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    time.sleep(rng.uniform(0, 0.4))
+    if process.poll() is not None:
+        return False
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return True
+
+
+@pytest.mark.slow
+def test_kill_9_in_the_middle_of_a_sync_leaves_both_stores_whole_and_the_next_sync_finishes(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    laptop, server = tmp_path / "laptop.db", tmp_path / "server.db"
+    _seed(laptop, 2000, "laptop")
+    _seed(server, 2000, "server")
+    kills = landed = 0
+    for _ in range(10):
+        errors = tmp_path / "stderr.txt"
+        with errors.open("wb") as sink:
+            process = subprocess.Popen([str(AFI), "sync", str(server), "--db", str(laptop)],
+                                       stdout=subprocess.DEVNULL, stderr=sink)  # fmt: skip
+            finished = not _kill_while_writing(process, (laptop, server), rng)
+        if finished:
+            assert process.wait() == 0, errors.read_text()
+            break
+        kills += 1
+        _whole(laptop)
+        _whole(server)
+        landed += int(2000 < _rows(laptop) < 4000 or 2000 < _rows(server) < 4000)
+    final = afi("sync", str(server), db=laptop)
+    assert final.returncode == 0, final.stderr
+    a, b = _versions(laptop), _versions(server)
+    print(f"{kills} kills, {landed} with versions part-way, {len(a)} versions on each side, failures: 0")
+    assert len(a) == 4000 and a == b
+    assert kills >= 3 and landed >= 1

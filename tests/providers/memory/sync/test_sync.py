@@ -1,0 +1,248 @@
+"""Sync between two stores, in-process: versions and forgets both ways, conflicts settled alike on both
+sides, nothing sent twice, and batches that are not what a store sends refused whole."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from afi.auth.keys import LOCAL_OWNER
+from afi.errors import Conflict, InvalidPath, TooLarge
+from afi.providers.memory.provider import MemoryProvider
+from afi.providers.memory.sync import MAX_BATCH_CHANGES, Batch, LocalEndpoint, sync
+from afi.providers.memory.sync.states import state_of
+
+Pair = tuple[MemoryProvider, MemoryProvider, LocalEndpoint, LocalEndpoint]
+
+
+def _pair(tmp_path: Path, first: str | None = None, second: str | None = None) -> Pair:
+    a = MemoryProvider(first or tmp_path / "a.db", tmp_path / "files-a")
+    b = MemoryProvider(second or tmp_path / "b.db", tmp_path / "files-b")
+    return a, b, LocalEndpoint(a, LOCAL_OWNER, "laptop"), LocalEndpoint(b, LOCAL_OWNER, "server")
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Pair:
+    return _pair(tmp_path)
+
+
+def _versions(provider: MemoryProvider) -> dict[str, dict[str, Any]]:
+    memory = provider.fabric("default").memory
+    return {note.id: state_of(note) for note in memory.store.select_notes(memory.scope)}
+
+
+def _current(provider: MemoryProvider, name: str) -> str:
+    return provider.read(LOCAL_OWNER, f"/facts/{name}.md").data.decode()
+
+
+def test_a_first_sync_copies_each_side_to_the_other_and_a_second_moves_nothing(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    b.remember(LOCAL_OWNER, kind="fact", name="deploy", content="deploys go out on tuesdays")
+    first = sync(laptop, server)
+    assert (first.pulled.inserted, first.pushed.inserted) == (1, 1)
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 2
+    assert "tuesdays" in _current(a, "deploy") and "metric" in _current(b, "units")
+    again = sync(laptop, server)
+    assert again.pulled.notes == again.pushed.notes == 0  # what came from the peer is not sent back
+    assert [(p.label, p.space) for p in a.sync_peers()] == [("server", "default")]
+    assert [(p.label, p.space) for p in b.sync_peers()] == [("laptop", "default")]
+
+
+def test_an_edit_on_one_side_supersedes_on_the_other(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    sync(laptop, server)
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units since may")
+    report = sync(laptop, server)
+    assert report.pulled.conflicts == [] and report.pushed.conflicts == []
+    assert "imperial" in _current(a, "units")
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 2  # the old version kept on both
+
+
+def test_one_name_written_on_both_sides_keeps_both_versions_and_one_current(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    sync(laptop, server)
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units now")
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use SI units everywhere")
+    report = sync(laptop, server)
+    conflicts = report.pulled.conflicts + report.pushed.conflicts
+    assert len(conflicts) == 1 and conflicts[0].name == "units"
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 3
+    current = _current(a, "units")
+    assert current == _current(b, "units")
+    assert f"id: {conflicts[0].retired}\n  relation: won_over" in current  # the winner names the version it won over
+    retired = a.read(LOCAL_OWNER, f"/history/{conflicts[0].retired}.md").data.decode()
+    assert "status: superseded" in retired or "valid_to" in retired
+
+
+def test_a_forget_travels_and_a_stale_copy_does_not_bring_the_note_back(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    note = a.remember(LOCAL_OWNER, kind="fact", name="secret", content="the door code is 4711")
+    sync(laptop, server)
+    a.forget(LOCAL_OWNER, id=note.id)
+    report = sync(laptop, server)
+    assert report.pushed.deleted == 1
+    assert note.id not in _versions(b)
+    sync(laptop, server)  # b no longer has it to send; a refuses the forgotten id if it comes back
+    assert note.id not in _versions(a) and note.id not in _versions(b)
+
+
+def test_a_forgotten_version_sent_again_is_not_taken_back(pair: Pair) -> None:
+    a, _, laptop, server = pair
+    note = a.remember(LOCAL_OWNER, kind="fact", name="secret", content="the door code is 4711")
+    stale = laptop.read(since=0, peer=server.identity())
+    a.forget(LOCAL_OWNER, id=note.id)
+    applied = a.sync_apply(LOCAL_OWNER, Batch(server.identity(), "default", 0, 1, False, stale.notes, []),
+                           label="server")  # fmt: skip
+    assert applied.inserted == 0 and note.id not in _versions(a)
+
+
+def test_a_store_does_not_sync_with_itself_or_a_copy_of_its_file(tmp_path: Path) -> None:
+    a, _, laptop, _ = _pair(tmp_path)
+    a.remember(LOCAL_OWNER, kind="fact", content="x")
+    a.store_id()
+    copy = tmp_path / "copy.db"
+    with sqlite3.connect(tmp_path / "a.db") as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # a copy of the file as a backup tool makes it
+    twin = LocalEndpoint(MemoryProvider(copy, tmp_path / "files-copy"), LOCAL_OWNER, "copy")
+    with pytest.raises(Conflict, match="a store syncs with other stores"):
+        sync(laptop, twin)
+
+
+def _batch(server: LocalEndpoint, notes: list[Any], forgotten: list[Any] | None = None) -> Batch:
+    return Batch(server.identity(), "default", 0, 1, False, notes, forgotten or [])
+
+
+def test_batches_a_store_never_sends_are_refused_and_change_nothing(pair: Pair) -> None:
+    a, b, _, server = pair
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    good = server.read(since=0, peer="someone").notes[0]
+    a.remember(LOCAL_OWNER, kind="fact", name="mine", content="mine alone")
+    before = _versions(a)
+    future = {**good, "created_at": "2099-01-01T00:00:00.000Z", "ingested_at": "2099-01-01T00:00:00.000Z"}
+    bad: list[tuple[list[Any], list[Any], type[Exception], str]] = [
+        ([{**good, "id": "../../etc"}], [], InvalidPath, "12 hex"),
+        ([{**good, "kind": "working"}], [], InvalidPath, "fact, procedure or file"),
+        ([future], [], InvalidPath, "ahead of this store's clock"),
+        ([{**good, "created_at": "yesterday"}], [], InvalidPath, "created_at"),
+        ([{**good, "bogus": 1}], [], InvalidPath, "unknown bogus"),
+        ([{k: v for k, v in good.items() if k != "content"}], [], InvalidPath, "missing content"),
+        ([good, good], [], InvalidPath, "once a batch"),
+        ([{**good, "content": "x" * 10_000_000}], [], TooLarge, "content"),
+        ([], ["not-an-id"], InvalidPath, "12 hex"),
+        (["x"], [], InvalidPath, "an object"),
+    ]
+    tried = 0
+    for notes, forgotten, error, message in bad:
+        with pytest.raises(error, match=message):
+            a.sync_apply(LOCAL_OWNER, _batch(server, [*notes, good], forgotten), label="server")
+        tried += 1
+        assert _versions(a) == before and a.sync_peers() == []
+    other_space = Batch(server.identity(), "work", 0, 1, False, [good], [])
+    with pytest.raises(InvalidPath, match="changes of space 'work', not of 'default'"):
+        a.sync_apply(LOCAL_OWNER, other_space, label="server")
+    tried += 1
+    with pytest.raises(TooLarge, match=f"at most {MAX_BATCH_CHANGES}"):
+        Batch.from_json({**_batch(server, [good] * (MAX_BATCH_CHANGES + 1)).to_json()})
+    for shape in [None, [], {"store": "x"}, {**_batch(server, []).to_json(), "upto": -1}]:
+        with pytest.raises(InvalidPath):
+            Batch.from_json(shape)
+        tried += 1
+    assert tried == 15 and _versions(a) == before
+
+
+def test_one_version_id_that_names_two_different_notes_is_refused(pair: Pair) -> None:
+    a, b, _, server = pair
+    mine = a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    b.remember(LOCAL_OWNER, kind="fact", name="other", content="another note")
+    theirs = server.read(since=0, peer="someone").notes[0]
+    forged = {**theirs, "id": mine.id}  # the same id, another note (another created_at)
+    before = _versions(a)
+    with pytest.raises(Conflict, match="names two different notes"):
+        a.sync_apply(LOCAL_OWNER, _batch(server, [forged]), label="server")
+    assert _versions(a) == before
+
+
+def _random_op(rng: random.Random, provider: MemoryProvider, names: list[str], log: list[str]) -> None:
+    memory = provider.fabric("default").memory
+    current = [n for n in memory.store.select_notes(memory.scope, "valid_to IS NULL AND status = 'active'")]
+    roll = rng.random()
+    if roll < 0.55 or not current:
+        name = rng.choice(names)
+        provider.remember(LOCAL_OWNER, kind="fact", name=name, content=f"{name} is {rng.randrange(10**6)}")
+        log.append(f"remember {name}")
+    elif roll < 0.7:
+        provider.remember(
+            LOCAL_OWNER, kind="fact", content=f"loose thought {rng.randrange(10**9)} about {rng.choice(names)}"
+        )
+        log.append("remember unnamed")
+    elif roll < 0.85:
+        target = rng.choice(current)
+        provider.forget(LOCAL_OWNER, id=target.id)
+        log.append(f"forget {target.id}")
+    else:
+        target = rng.choice(current)  # a re-save of the same words (a fold in place)
+        provider.remember(LOCAL_OWNER, kind="fact", name=target.name, content=target.content.upper())
+        log.append(f"resave {target.name}")
+
+
+def test_random_writes_on_both_sides_with_syncs_between_end_the_same(tmp_path: Path) -> None:
+    rng = random.Random(32)
+    a, b, laptop, server = _pair(tmp_path)
+    names = [f"n{i}" for i in range(12)]
+    log: list[str] = []
+    syncs = 0
+    for _ in range(300):
+        _random_op(rng, rng.choice((a, b)), names, log)
+        if rng.random() < 0.1:
+            sync(laptop, server, pull=rng.random() < 0.7, push=rng.random() < 0.7)
+            syncs += 1
+    sync(laptop, server)
+    sync(laptop, server)
+    va, vb = _versions(a), _versions(b)
+    assert va == vb, (len(va), len(vb), syncs)
+    for name in names:  # one current version of each name, the same on both sides
+        memory = a.fabric("default").memory
+        rows = memory.store.select_notes(memory.scope, "name = ? AND valid_to IS NULL AND status = 'active'", (name,))
+        assert len(rows) <= 1, name
+        if rows:
+            assert _current(a, name) == _current(b, name)
+    print(f"{len(log)} operations, {syncs} syncs, {len(va)} versions on each side")
+
+
+def test_a_sqlite_store_and_a_postgresql_store_end_the_same(tmp_path: Path, pg_store_url: str) -> None:
+    rng = random.Random(33)
+    a, b, laptop, server = _pair(tmp_path, second=pg_store_url)
+    names = [f"n{i}" for i in range(6)]
+    log: list[str] = []
+    for _ in range(120):
+        _random_op(rng, rng.choice((a, b)), names, log)
+        if rng.random() < 0.15:
+            sync(laptop, server, pull=rng.random() < 0.7, push=rng.random() < 0.7)
+    sync(laptop, server)
+    sync(laptop, server)
+    assert _versions(a) == _versions(b)
+    for name in names:
+        if _exists(a, name):
+            assert _current(a, name) == _current(b, name)
+
+
+def _exists(provider: MemoryProvider, name: str) -> bool:
+    return any(e.path == f"/facts/{name}.md" for e in provider.list(LOCAL_OWNER, "/facts").entries)
+
+
+def test_gc_is_one_stores_housekeeping_and_its_drops_do_not_travel(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    old = a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units",
+                     valid_to="2020-01-01T00:00:00.000Z")  # fmt: skip
+    sync(laptop, server)
+    report = a.gc(LOCAL_OWNER, 0)
+    assert report.note_versions == 1 and old.id not in _versions(a)
+    assert sync(laptop, server).pushed.forgotten == 0
+    assert old.id in _versions(b)
