@@ -13,7 +13,16 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import Forbidden
 from .model import DeleteResult, Entry, Manifest, MatchPage, Page, ReadResult, SearchRequest
 
-__all__ = ["SCOPES", "AdminProvider", "BoundVerbs", "Caller", "LedgerProvider", "NotesProvider", "Provider"]
+__all__ = [
+    "SCOPES",
+    "AdminProvider",
+    "BoundVerbs",
+    "Caller",
+    "LedgerProvider",
+    "NotesProvider",
+    "Provider",
+    "SyncProvider",
+]
 
 SCOPES = ("afi:read", "afi:write", "afi:admin")
 
@@ -114,6 +123,29 @@ class NotesProvider(Protocol):
         """Remember a batch of notes (each a mapping of ``remember``'s fields) in one transaction, all
         or nothing; return the note that now stands for each, in order (each has ``id``, ``kind``,
         ``name`` and ``supersedes``)."""
+        ...
+
+
+@runtime_checkable
+class SyncProvider(Protocol):
+    """A provider whose spaces sync with other stores' (the memory provider's do); a binding offers the
+    sync routes only to a provider of this kind. Each verb needs ``afi:admin`` on the caller's space."""
+
+    def store_id(self) -> str:
+        """This store's id among the stores it syncs with."""
+        ...
+
+    def sync_changes(self, caller: Caller, *, since: int, peer: str, limit: int = ...) -> dict[str, Any]:
+        """A batch of the caller's space's changes after ``since`` for the store ``peer``, as JSON."""
+        ...
+
+    def sync_received(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s changes to the caller's space."""
+        ...
+
+    def sync_apply(self, caller: Caller, batch: Any, *, label: str) -> Any:
+        """Apply a peer's batch (its JSON) to the caller's space, all or nothing; the result's
+        ``to_json()`` says what changed."""
         ...
 
 

@@ -2,8 +2,8 @@
 owner, handed to the sync (:mod:`afi.providers.memory.sync`).
 
 The remote is another store reached here: a SQLite file (a path or ``sqlite:///…``) or a PostgreSQL
-URL, opened with the workspace root it recorded (or its default). ``afi serve`` URLs come through
-the HTTP door (not yet: refused with a message that says so).
+URL, opened with the workspace root it recorded (or its default); or an ``afi serve`` URL, reached
+through its HTTP door's sync routes with a key that holds ``afi:admin`` on the space.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from afi.errors import Unsupported
+from afi.clients.http import HttpClient
 
 from .local import local_owner, open_provider
 from .workspace import workspace_root
@@ -33,18 +33,45 @@ def _label(db: Path | str) -> str:
 
 
 def sync_stores(db: Path | str, root: Path, remote: Path | str, *, space: str, pull: bool, push: bool,
-                dry_run: bool, progress: Any = None) -> Any:  # fmt: skip
-    """Given this store, a remote store and a space, bring the space in step on both (or one way);
-    return the :class:`~afi.providers.memory.sync.SyncReport`."""
+                dry_run: bool, token: str | None = None, progress: Any = None) -> Any:  # fmt: skip
+    """Given this store, a remote (another store, or an ``afi serve`` URL reached with ``token``) and a
+    space, bring the space in step on both (or one way); return the
+    :class:`~afi.providers.memory.sync.SyncReport`."""
     from afi.providers.memory.sync import LocalEndpoint, sync
 
-    if str(remote).startswith(("http://", "https://")):
-        raise Unsupported("syncing with an afi serve URL is not built yet: sync with its store (a path or a "
-                          "postgresql:// URL)", path=str(remote))  # fmt: skip
     local = LocalEndpoint(open_provider(db, root), local_owner(space), _label(db))
+    if str(remote).startswith(("http://", "https://")):
+        with HttpClient(str(remote), token, space=space, timeout=300) as client:
+            return sync(local, _HttpEndpoint(client, _label(db)), pull=pull, push=push, dry_run=dry_run,
+                        progress=progress)  # fmt: skip
     there = open_provider(remote, workspace_root(remote, None, create=True))
     other = LocalEndpoint(there, local_owner(space), _label(remote))
     return sync(local, other, pull=pull, push=push, dry_run=dry_run, progress=progress)
+
+
+class _HttpEndpoint:
+    """A space of a store behind an ``afi serve`` door (``afi:admin`` on it), as one side of a sync."""
+
+    def __init__(self, client: HttpClient, here: str) -> None:
+        self.client = client
+        self.label = client.base_url
+        self.here = here  # how the server records this store
+
+    def identity(self) -> str:
+        return self.client.sync_store()
+
+    def read(self, *, since: int, peer: str) -> Any:
+        from afi.providers.memory.sync import Batch
+
+        return Batch.from_json(self.client.sync_changes(since=since, peer=peer))
+
+    def received(self, peer: str) -> int:
+        return self.client.sync_received(peer)
+
+    def apply(self, batch: Any, *, label: str) -> Any:
+        from afi.providers.memory.sync import Applied
+
+        return Applied.from_json(self.client.sync_apply(batch.to_json(), label=self.here))
 
 
 def peers_of(db: Path | str, root: Path, space: str | None = None) -> list[Any]:

@@ -77,6 +77,26 @@ class HttpClient:
             return error_from_dict(body["error"])
         return Internal(f"HTTP {response.status_code} without an AFI error body: {response.text[:200]}")
 
+    # -- sync (bindings/http/sync.py): another store reading this server's changes and applying its own --
+
+    def sync_store(self) -> str:
+        """The server's store id."""
+        return str(self._send("GET", "/sync/store").json()["store"])
+
+    def sync_changes(self, *, since: int, peer: str) -> dict[str, Any]:
+        """A batch of the space's changes after ``since`` for the store ``peer``, as the server sends it."""
+        data: dict[str, Any] = self._send("GET", "/sync/changes", params={"since": since, "peer": peer}).json()
+        return data
+
+    def sync_received(self, peer: str) -> int:
+        """How far the server has applied ``peer``'s changes to the space."""
+        return int(self._send("GET", "/sync/received", params={"peer": peer}).json()["received"])
+
+    def sync_apply(self, batch: dict[str, Any], *, label: str) -> dict[str, Any]:
+        """Have the server apply a batch to the space; return its report."""
+        data: dict[str, Any] = self._send("POST", "/sync/apply", params={"label": label}, json=batch).json()
+        return data
+
     def manifest(self) -> Manifest:
         return Manifest.model_validate(self._send("GET", "/.afi/manifest.json").json())
 

@@ -1,6 +1,7 @@
 """``afi sync REMOTE``: bring a space of this store and of another in step, both ways by default.
 
-REMOTE is another store: a SQLite file (a path or ``sqlite:///…``) or a PostgreSQL URL. Each side
+REMOTE is another store: a SQLite file (a path or ``sqlite:///…``), a PostgreSQL URL, or an ``afi
+serve`` URL (``--token``: a key with ``afi:admin`` on the space). Each side
 applies what the other has not applied yet, in batches of one transaction each; a conflict (one name
 written on both sides) is settled alike on both and printed. An AfiError becomes
 ``afi: <path>: <code>: <message>`` and exit 2.
@@ -41,6 +42,10 @@ def sync(
     push: Annotated[bool, typer.Option("--push", help="Only apply this store's changes there")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would travel; change nothing")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", envvar="AFI_TOKEN", help="An afi:admin key of the space, for an afi serve URL"),
+    ] = None,
     space: SpaceOption = "default",
     db: DbOption = None,
     root: RootOption = None,
@@ -55,8 +60,8 @@ def sync(
     with afi_errors():
         store, workspace = resolve_store(db, root)
         there = remote if remote.startswith(("http://", "https://")) else resolve_db(remote, create=False)
-        report = sync_stores(store, workspace, there, space=space,
-                             pull=not push, push=not pull, dry_run=dry_run)  # fmt: skip
+        report = sync_stores(store, workspace, there, space=space, pull=not push, push=not pull, dry_run=dry_run,
+                             token=token)  # fmt: skip
     if as_json:
         typer.echo(json.dumps(_as_json(report), indent=2))
     else:

@@ -31,6 +31,7 @@ from .ledger import router as ledger_router
 from .notes import router as notes_router
 from .routes import METADATA_PATH, metadata_router
 from .routes import router as afi_router
+from .sync import router as sync_router
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -140,7 +141,7 @@ def create_app(
     spaces = frozenset(allowed_spaces) if allowed_spaces is not None else None
     app.state.afi = Door(provider, rate_limit, spaces, default_space)
     app.state.afi_max_body_bytes = max_body_bytes
-    for router in (afi_router, ledger_router, notes_router, admin_router):
+    for router in (afi_router, ledger_router, notes_router, sync_router, admin_router):
         app.include_router(router)
         app.include_router(router, prefix="/spaces/{space}")
     app.include_router(metadata_router)

@@ -12,8 +12,8 @@ locks and the audit log.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from afi.errors import InvalidPath
 from afi.provider import Caller
@@ -60,11 +60,21 @@ class SyncVerbs:
         with self._db.read() as conn:
             return received(conn, caller.space, peer)
 
-    def sync_apply(self, caller: Caller, batch: Batch, *, label: str) -> Applied:
-        """Apply a peer's batch to the caller's space: one transaction under its write lock, audited."""
+    def sync_changes(self, caller: Caller, *, since: int, peer: str, limit: int = MAX_BATCH_CHANGES) -> dict[str, Any]:
+        """:meth:`sync_read` as JSON (what a door sends)."""
+        return self.sync_read(caller, since=since, peer=peer, limit=limit).to_json()
+
+    def sync_apply(self, caller: Caller, batch: Batch | Mapping[str, Any], *, label: str) -> Applied:
+        """Apply a peer's batch (or its JSON, checked here) to the caller's space: one transaction under
+        its write lock, audited."""
 
         def run() -> Applied:
             caller.require("afi:admin", path="/")
+            if not isinstance(batch, Batch):
+                return apply_checked(Batch.from_json(batch))
+            return apply_checked(batch)
+
+        def apply_checked(batch: Batch) -> Applied:
             if batch.space != caller.space:
                 raise InvalidPath(f"the batch holds changes of space {batch.space!r}, not of {caller.space!r}")
             return apply_batch(self._space(caller.space).fabric.memory, batch, space=caller.space, label=label)

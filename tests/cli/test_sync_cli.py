@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from afi.auth.keys import LOCAL_OWNER
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.sync.states import state_of
 from tests.support.cli import AFI, afi
+from tests.support.servers import serve_store
 
 SEED = 32
 
@@ -71,12 +73,32 @@ def test_two_stores_in_step_both_ways_with_a_conflict_printed(tmp_path: Path) ->
     assert [p["label"] for p in peers] == [f"{socket.gethostname()}:{server}"]
 
 
+def test_the_readme_s_three_commands_keep_a_laptop_and_a_server_in_step(tmp_path: Path) -> None:
+    server_db, laptop = tmp_path / "server" / "afi.db", tmp_path / "laptop.db"
+    server_db.parent.mkdir()
+    made = afi("token", "create", "--scope", "afi:admin", "--name", "laptop", db=server_db)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip().splitlines()[-1]
+    afi("remember", "fact", "we use metric units", "--name", "units", db=laptop)
+    with serve_store(server_db, tmp_path / "server" / "files", process=True) as server:
+        first = afi("sync", server.url, "--token", key, db=laptop)
+        assert first.returncode == 0, first.stderr
+        pushed = "push: 1 version and 0 forgets in 1 batch: 1 new, 0 merged, 0 forgotten"
+        assert first.stdout.splitlines() == ["pull: nothing new", pushed]
+        reader = httpx.get(server.url + "/afi/read", params={"path": "/facts/units.md"},
+                           headers={"Authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip
+        assert reader.status_code == 200 and b"metric" in reader.content
+        keyless = afi("sync", server.url, db=laptop)
+        assert keyless.returncode == 2 and "requires an API key" in keyless.stderr
+    assert _versions(laptop) == _versions(server_db)
+
+
 def test_refusals_name_the_problem_and_change_nothing(tmp_path: Path) -> None:
     laptop = tmp_path / "laptop.db"
     afi("remember", "fact", "we use metric units", "--name", "units", db=laptop)
     cases = [
         (["sync", str(laptop)], "a store syncs with other stores"),
-        (["sync", "https://example.invalid/"], "not built yet"),
+        (["sync", "http://127.0.0.1:9/"], "cannot reach http://127.0.0.1:9"),
         (["sync", str(tmp_path / "no" / "such.db")], "does not exist"),
         (["sync", str(tmp_path / "other.db"), "--pull", "--push"], "each name one direction"),
         (["sync", "mysql://x/y"], "not a store afi can open"),

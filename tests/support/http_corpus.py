@@ -30,7 +30,8 @@ __all__ = ["FILE", "SEED", "Case", "corpus"]
 SEED = 11
 FILE = "/files/bait.txt"
 GET_ROUTES = ["/afi/stat", "/afi/list", "/afi/read"]
-JSON_ROUTES = ["/afi/mkdir", "/afi/move", "/afi/search", "/ledger/s1/append", "/ledger/s1/observe", "/notes/remember"]
+JSON_ROUTES = ["/afi/mkdir", "/afi/move", "/afi/search", "/ledger/s1/append", "/ledger/s1/observe"]
+JSON_ROUTES += ["/notes/remember", "/sync/apply"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,15 @@ def _body_cases(rng: random.Random) -> Iterator[Case]:
         "/afi/search": {"query": "bait", "path": "/", "limit": 5, "cursor": None, "x-context": 0, "x-budget": 100},
         "/ledger/s1/append": {"messages": [{"role": "user", "text": "hi", "entry_id": "e1"}]},
         "/notes/remember": {"notes": [{"kind": "fact", "content": "the bait is blue"}]},
+        "/sync/apply": {
+            "store": "a" * 32,
+            "space": "default",
+            "since": 0,
+            "upto": 1,
+            "more": False,
+            "notes": [],
+            "forgotten": [],
+        },
     }
     for route, good in fields.items():
         for field in [*good, "unknown"]:
@@ -194,6 +204,40 @@ def _batch_cases(rng: random.Random) -> Iterator[Case]:
     batches += [[{**good, "id": "n1"}, {**good, "id": "n1", "content": "twice"}], "x", None, {"a": 1}]
     for i, notes in enumerate(batches):
         yield Case(f"batch{i}", _request("POST", "/notes/remember", body=_json({"notes": notes})))
+    yield from _sync_cases(rng)
+
+
+SYNC_STATE: dict[str, Any] = {
+    "id": "0123456789ab", "kind": "fact", "name": "synced", "content": "from a peer", "ingested_at":
+    "2026-01-01T00:00:00.000Z", "created_at": "2026-01-01T00:00:00.000Z", "updated_at": None, "token_count": 3,
+    "t_ref": None, "valid_from": None, "valid_to": None, "supersedes": None, "links": [], "tags": [], "keywords": [],
+    "context": None, "importance": None, "source_entry_ids": [], "path": None, "block": None, "promoted_from": None,
+    "consent": None, "status": "active", "forgotten_at": None,
+}  # fmt: skip
+
+
+def _sync_cases(rng: random.Random) -> Iterator[Case]:
+    """Sync batches from a peer: each field of a note's state given wrong, and batches wrong as a whole."""
+    batch = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False, "forgotten": []}
+    for field in [*SYNC_STATE, "nope"]:
+        for wrong in [
+            *WRONG_TYPES,
+            *HOSTILE_INTS[:4],
+            hostile_text(rng),
+            hostile_path(rng),
+            "2999-01-01T00:00:00.000Z",
+        ]:
+            body = _json({**batch, "notes": [{**SYNC_STATE, field: wrong}]})
+            yield Case(f"sync:{field}={wrong!r:.40}", _request("POST", "/sync/apply", body=body))
+    for field in batch:
+        for wrong in [*WRONG_TYPES, *HOSTILE_INTS[:4], hostile_text(rng)]:
+            body = _json({**batch, "notes": [], field: wrong})
+            yield Case(f"sync:batch.{field}={wrong!r:.30}", _request("POST", "/sync/apply", body=body))
+    for value in JUNK_NUMBERS:
+        yield Case(f"sync:since={value!r:.20}", _request("GET", f"/sync/changes?peer=p&since={_q(value)}"))
+    for peer in ["", "x" * 65, "%00", "%ff", "a&since=1"]:
+        yield Case(f"sync:peer={peer!r:.20}", _request("GET", f"/sync/changes?peer={peer}"))
+        yield Case(f"sync:received.peer={peer!r:.20}", _request("GET", f"/sync/received?peer={peer}"))
 
 
 JUNK_NUMBERS: list[Any] = [*HOSTILE_INTS, "abc", "", "1e3", "0x10", "1.5", "-0", "+5", " 7", "9" * 5000, "١٢", "NaN"]

@@ -56,6 +56,20 @@ class Applied:
     deleted: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
 
+    def to_json(self) -> dict[str, Any]:
+        return {"inserted": self.inserted, "merged": self.merged, "deleted": self.deleted,
+                "conflicts": [vars(c) for c in self.conflicts]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Any) -> Applied:
+        """Given what a peer's door answered an apply with, return it; InvalidPath when it is not one."""
+        try:
+            conflicts = [Conflict(str(c["kind"]), str(c["name"]), str(c["kept"]), str(c["retired"]))
+                         for c in data["conflicts"]]  # fmt: skip
+            return cls(int(data["inserted"]), int(data["merged"]), int(data["deleted"]), conflicts)
+        except (KeyError, TypeError, ValueError):
+            raise InvalidPath("the peer answered an apply with something that is not a report of one") from None
+
 
 def _checked(batch: Batch, memory: Memory) -> list[MemoryNote]:
     """Given a batch, return its notes checked as a bundle's are (ids, times, names, caps) plus the

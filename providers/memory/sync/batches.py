@@ -15,6 +15,7 @@ gc is one store's housekeeping, not a forget.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +24,13 @@ from afi.errors import InvalidPath, TooLarge
 from ..fabric.memory import Memory
 from .states import state_of
 
-__all__ = ["MAX_BATCH_CHANGES", "Batch", "read_batch"]
+__all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_CHANGES", "Batch", "read_batch"]
 
 # changes read a batch: a batch carries at most this many versions (fewer when one changed twice)
 MAX_BATCH_CHANGES = 500
+# and at most about this many bytes of JSON (fewer changes are read when their notes are long), well
+# within what an HTTP door takes in one body
+MAX_BATCH_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -78,8 +82,21 @@ def _seq(value: Any) -> bool:
 def read_batch(
     memory: Memory, *, store: str, space: str, since: int, peer: str, limit: int = MAX_BATCH_CHANGES
 ) -> Batch:
-    """Given a space's memory, return the batch of its changes after ``since`` for ``peer`` (at most
-    ``limit`` changes read; ``more`` when there may be others)."""
+    """Given a space's memory, return the batch of its changes after ``since`` for ``peer``: at most
+    ``limit`` changes read, fewer when their notes pass :data:`MAX_BATCH_BYTES` (``more`` when there may
+    be others)."""
+    while True:
+        batch = _read(memory, store=store, space=space, since=since, peer=peer, limit=limit)
+        if limit == 1 or _size(batch) <= MAX_BATCH_BYTES:
+            return batch
+        limit = max(1, limit // 2)
+
+
+def _size(batch: Batch) -> int:
+    return len(json.dumps(batch.to_json(), separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def _read(memory: Memory, *, store: str, space: str, since: int, peer: str, limit: int) -> Batch:
     store_ = memory.store
     changes = store_.sync_changes(memory.scope, since, limit)
     last: dict[str, tuple[str, str | None]] = {}

@@ -1,0 +1,98 @@
+"""Sync through the HTTP door: a laptop's store and an ``afi serve`` in step both ways with an admin key,
+refusals for keys that may not sync and for batches no store sends, and every answer an AFI error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from afi.app.sync import sync_stores
+from afi.auth.keys import LOCAL_OWNER, KeyStore
+from afi.providers.memory.provider import MemoryProvider
+from afi.providers.memory.sync.states import state_of
+from tests.support.servers import AfiServer, serve_store
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[AfiServer]:
+    db, root = tmp_path / "server.db", tmp_path / "server-files"
+    keys = KeyStore(db)
+    tokens = {
+        "admin": keys.create(space="default", scopes=("afi:admin",), name="laptop")[1],
+        "writer": keys.create(space="default", scopes=("afi:write",), name="writer")[1],
+        "other": keys.create(space="other", scopes=("afi:admin",), name="other")[1],
+    }
+    keys.close()
+    with serve_store(db, root) as running:
+        running.tokens = tokens
+        yield running
+
+
+def _versions(db: Path | str, root: Path) -> dict[str, dict[str, Any]]:
+    memory = MemoryProvider(db, root).fabric("default").memory
+    return {note.id: state_of(note) for note in memory.store.select_notes(memory.scope)}
+
+
+def _sync(tmp_path: Path, server: AfiServer, token: str, **kw: Any) -> Any:
+    return sync_stores(tmp_path / "laptop.db", tmp_path / "laptop-files", server.url, space="default",
+                       pull=kw.get("pull", True), push=kw.get("push", True), dry_run=False, token=token)  # fmt: skip
+
+
+def test_a_laptop_and_a_server_in_step_through_the_http_door(tmp_path: Path, server: AfiServer) -> None:
+    laptop = MemoryProvider(tmp_path / "laptop.db", tmp_path / "laptop-files")
+    laptop.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
+    admin = {"Authorization": f"Bearer {server.tokens['admin']}"}
+    httpx.put(server.url + "/afi/write", params={"path": "/facts/deploy.md"}, content=b"deploys go out on tuesdays",
+              headers=admin, timeout=30).raise_for_status()  # fmt: skip
+    first = _sync(tmp_path, server, server.tokens["admin"])
+    assert (first.pulled.inserted, first.pushed.inserted) == (1, 1)
+    assert _versions(tmp_path / "laptop.db", tmp_path / "laptop-files") == _versions(server.db, server.root)
+    again = _sync(tmp_path, server, server.tokens["admin"])
+    assert again.pulled.notes == again.pushed.notes == 0
+
+    laptop.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units")
+    httpx.put(server.url + "/afi/write", params={"path": "/facts/units.md"}, content=b"we use SI units",
+              headers=admin, timeout=30).raise_for_status()  # fmt: skip
+    report = _sync(tmp_path, server, server.tokens["admin"])
+    assert len(report.pulled.conflicts + report.pushed.conflicts) == 1
+    assert _versions(tmp_path / "laptop.db", tmp_path / "laptop-files") == _versions(server.db, server.root)
+    peers = MemoryProvider(server.db, server.root).sync_peers()
+    assert [p.label.endswith(str(tmp_path / "laptop.db")) for p in peers] == [True]
+    audit = httpx.get(server.url + "/audit", headers=admin, timeout=30)
+    assert audit.status_code == 200 and '"sync"' in audit.text, audit.text[:300]
+
+
+def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, server: AfiServer) -> None:
+    url = server.url
+    writer = {"Authorization": f"Bearer {server.tokens['writer']}"}
+    admin = {"Authorization": f"Bearer {server.tokens['admin']}"}
+    store = httpx.get(url + "/sync/store", headers=admin, timeout=30).json()["store"]
+    good = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False, "notes": [], "forgotten": []}
+    cases: list[tuple[str, str, dict[str, str], dict[str, Any], Any, int, str]] = [
+        ("GET", "/sync/changes", writer, {"peer": "x"}, None, 403, "forbidden"),
+        ("GET", "/sync/store", {}, {}, None, 401, "unauthorized"),
+        ("POST", "/sync/apply", writer, {}, good, 403, "forbidden"),
+        ("GET", "/sync/changes", admin, {}, None, 400, "invalid_path"),
+        ("GET", "/sync/changes", admin, {"peer": "x", "since": "-1"}, None, 400, "invalid_path"),
+        ("GET", "/sync/changes", admin, {"peer": "x", "since": "9" * 30}, None, 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, {**good, "space": "other"}, 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, {**good, "notes": [{"id": "x"}]}, 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, {**good, "notes": "x"}, 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, [1, 2], 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, {**good, "forgotten": [None]}, 400, "invalid_path"),
+        ("POST", "/sync/apply", admin, {}, {**good, "notes": [{}] * 501}, 413, "too_large"),
+        ("POST", "/spaces/other/sync/apply", admin, {}, good, 401, "unauthorized"),
+    ]
+    for method, route, headers, params, body, status, code in cases:
+        response = httpx.request(method, url + route, headers=headers, params=params, json=body, timeout=30)
+        assert response.status_code == status, (route, body, response.text)
+        assert response.json()["error"]["code"] == code, (route, response.text)
+    empty = httpx.post(url + "/sync/apply", headers=admin, content=b"{not json", timeout=30)
+    assert empty.status_code == 400 and empty.json()["error"]["code"] == "invalid_path"
+    assert _versions(server.db, server.root) == {}
+    assert MemoryProvider(server.db, server.root).sync_peers() == []
+    assert len(store) == 32
