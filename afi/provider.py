@@ -148,6 +148,11 @@ class SyncProvider(Protocol):
         ``to_json()`` says what changed."""
         ...
 
+    def sync_status(self, caller: Caller) -> list[dict[str, Any]]:
+        """The stores the caller's space has synced with, most recent first: ``store`` (its id),
+        ``label`` (where it was reached), ``synced_at``, ``received`` (its last change applied here)."""
+        ...
+
 
 @runtime_checkable
 class AdminProvider(Protocol):

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from afi.errors import AfiError, Unsupported
 from afi.model import Entry
-from afi.provider import AdminProvider, Caller, Provider
+from afi.provider import AdminProvider, Caller, Provider, SyncProvider
 
 from .markdown import RENDER_MAX_CHARS, RENDER_MAX_MARKS, ordered_fields, render_markdown, split_front_matter
 
@@ -222,6 +222,7 @@ def audit(provider: Provider, caller: Caller, limit: int) -> dict[str, Any]:
 
 
 def keys(provider: Provider, caller: Caller) -> dict[str, Any]:
-    """The keys of the caller's space (needs afi:admin)."""
+    """The keys of the caller's space (needs afi:admin), and the stores it has synced with."""
     rows = _admin(provider).keys_list(caller)
-    return {"template": "keys.html", "title": "API keys", "keys": rows}
+    peers = provider.sync_status(caller) if isinstance(provider, SyncProvider) else []
+    return {"template": "keys.html", "title": "API keys", "keys": rows, "peers": peers}

@@ -81,6 +81,12 @@ class SyncVerbs:
 
         return self._audited(caller, "sync", "/", run)
 
+    def sync_status(self, caller: Caller) -> builtins.list[dict[str, Any]]:
+        """The stores the caller's space has synced with, most recent first (needs afi:admin)."""
+        caller.require("afi:admin", path="/")
+        return [{"store": p.peer, "label": p.label, "synced_at": p.synced_at, "received": p.received}
+                for p in peers(self._db, caller.space)]  # fmt: skip
+
     def sync_peers(self, space: str | None = None) -> builtins.list[Peer]:
         """The stores each space (or one) has synced with, most recent first."""
         return peers(self._db, space)

@@ -64,6 +64,8 @@ def test_a_laptop_and_a_server_in_step_through_the_http_door(tmp_path: Path, ser
     assert [p.label.endswith(str(tmp_path / "laptop.db")) for p in peers] == [True]
     audit = httpx.get(server.url + "/audit", headers=admin, timeout=30)
     assert audit.status_code == 200 and '"sync"' in audit.text, audit.text[:300]
+    page = httpx.get(server.url + "/ui/keys", headers=admin, timeout=30)  # the web page names the peer
+    assert page.status_code == 200 and "Synced with 1 store" in page.text and str(tmp_path / "laptop.db") in page.text
 
 
 def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, server: AfiServer) -> None:
