@@ -148,6 +148,19 @@ class SyncProvider(Protocol):
         ``to_json()`` says what changed."""
         ...
 
+    def sync_file_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
+        """A batch of the caller's space's file versions after ``since`` for ``peer``, as JSON."""
+        ...
+
+    def sync_received_files(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s file versions to the caller's space."""
+        ...
+
+    def sync_apply_files(self, caller: Caller, batch: Any, *, label: str) -> Any:
+        """Add a peer's file versions (the batch's JSON) to the caller's space and bring their paths on
+        disk; the result's ``to_json()`` says what changed."""
+        ...
+
     def sync_status(self, caller: Caller) -> list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first: ``store`` (its id),
         ``label`` (where it was reached), ``synced_at``, ``received`` (its last change applied here)."""

@@ -73,6 +73,19 @@ class _HttpEndpoint:
 
         return Applied.from_json(self.client.sync_apply(batch.to_json(), label=self.here))
 
+    def read_files(self, *, since: int, peer: str) -> Any:
+        from afi.providers.memory.sync import FileBatch
+
+        return FileBatch.from_json(self.client.sync_file_changes(since=since, peer=peer))
+
+    def received_files(self, peer: str) -> int:
+        return self.client.sync_received_files(peer)
+
+    def apply_files(self, batch: Any, *, label: str) -> Any:
+        from afi.providers.memory.sync import FilesApplied
+
+        return FilesApplied.from_json(self.client.sync_apply_files(batch.to_json(), label=self.here))
+
 
 def peers_of(db: Path | str, root: Path, space: str | None = None) -> list[Any]:
     """The stores each space (or one) of this store has synced with, most recent first."""

@@ -97,6 +97,20 @@ class HttpClient:
         data: dict[str, Any] = self._send("POST", "/sync/apply", params={"label": label}, json=batch).json()
         return data
 
+    def sync_file_changes(self, *, since: int, peer: str) -> dict[str, Any]:
+        """A batch of the space's file versions after ``since`` for ``peer``, as the server sends it."""
+        data: dict[str, Any] = self._send("GET", "/sync/files/changes", params={"since": since, "peer": peer}).json()
+        return data
+
+    def sync_received_files(self, peer: str) -> int:
+        """How far the server has applied ``peer``'s file versions to the space."""
+        return int(self._send("GET", "/sync/files/received", params={"peer": peer}).json()["received"])
+
+    def sync_apply_files(self, batch: dict[str, Any], *, label: str) -> dict[str, Any]:
+        """Have the server add a batch of file versions to the space; return its report."""
+        data: dict[str, Any] = self._send("POST", "/sync/files/apply", params={"label": label}, json=batch).json()
+        return data
+
     def manifest(self) -> Manifest:
         return Manifest.model_validate(self._send("GET", "/.afi/manifest.json").json())
 

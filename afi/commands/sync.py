@@ -25,13 +25,18 @@ def _n(count: int, what: str) -> str:
 
 
 def _said(direction: str, traffic: Any, dry_run: bool) -> str:
-    sent = f"{_n(traffic.notes, 'version')} and {_n(traffic.forgotten, 'forget')}"
+    sent = (f"{_n(traffic.notes, 'version')}, {_n(traffic.forgotten, 'forget')} and "
+            f"{_n(traffic.file_versions, 'file version')}")  # fmt: skip
     if dry_run:
         return f"{direction}: would send {sent}"
     if not traffic.batches:
         return f"{direction}: nothing new"
-    return (f"{direction}: {sent} in {_n(traffic.batches, 'batch')}: {traffic.inserted} new, {traffic.merged} merged, "
-            f"{traffic.deleted} forgotten")  # fmt: skip
+    notes = f"{traffic.inserted} new, {traffic.merged} merged, {traffic.deleted} forgotten"
+    files = f"{_n(traffic.files_written, 'file')} written, {traffic.files_removed} removed"
+    said = f"{direction}: {sent} in {_n(traffic.batches, 'batch')}: {notes}; {files}"
+    if traffic.unkept:
+        said += f"; {_n(len(traffic.unkept), 'file')} left as it was (its newest bytes were never kept)"
+    return said
 
 
 def sync(
@@ -80,7 +85,9 @@ def _as_json(report: Any) -> dict[str, Any]:
     def side(traffic: Any) -> dict[str, Any]:
         return {"batches": traffic.batches, "versions": traffic.notes, "forgets": traffic.forgotten,
                 "inserted": traffic.inserted, "merged": traffic.merged, "deleted": traffic.deleted,
-                "conflicts": [vars(c) for c in traffic.conflicts]}  # fmt: skip
+                "conflicts": [vars(c) for c in traffic.conflicts], "file_versions": traffic.file_versions,
+                "files_written": traffic.files_written, "files_removed": traffic.files_removed,
+                "files_unkept": traffic.unkept}  # fmt: skip
 
     return {"dry_run": report.dry_run, "pull": side(report.pulled), "push": side(report.pushed)}
 

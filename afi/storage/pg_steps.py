@@ -246,7 +246,8 @@ change_stamps = _sql("ALTER TABLE note_changes ADD COLUMN stamp text;")
 workspace_charged = _sql("ALTER TABLE workspace_files ADD COLUMN charged bigint;")
 sync = _sql("""
 ALTER TABLE note_changes ADD COLUMN origin text;
+ALTER TABLE file_versions ADD COLUMN origin text;
 CREATE INDEX note_changes_note ON note_changes (tenant_id, resource_id, thread_id, note_id);
 CREATE TABLE sync_peers (space {T} NOT NULL, peer {T} NOT NULL, label {T} NOT NULL, received bigint NOT NULL,
-    synced_at {T} NOT NULL, PRIMARY KEY (space, peer));
+    received_files bigint NOT NULL DEFAULT 0, synced_at {T} NOT NULL, PRIMARY KEY (space, peer));
 """)

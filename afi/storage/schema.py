@@ -347,16 +347,20 @@ def workspace_charged(db: sqlite_utils.Database) -> None:
 
 SYNC_PEERS = (
     "CREATE TABLE IF NOT EXISTS sync_peers (space TEXT NOT NULL, peer TEXT NOT NULL, label TEXT NOT NULL, "
-    "received INTEGER NOT NULL, synced_at TEXT NOT NULL, PRIMARY KEY (space, peer))"
+    "received INTEGER NOT NULL, received_files INTEGER NOT NULL DEFAULT 0, synced_at TEXT NOT NULL, "
+    "PRIMARY KEY (space, peer))"
 )
 
 
 def sync(db: sqlite_utils.Database) -> None:
-    """What syncing with other stores needs: where each note change came from (NULL: written here), the
-    changes of one note by its id (a forget stays a ``delete`` change, so a synced copy is not taken
-    back), and per space and peer store how far this store has applied that peer's changes."""
+    """What syncing with other stores needs: where each note change and file version came from (NULL:
+    written here), the changes of one note by its id (a forget stays a ``delete`` change, so a synced
+    copy is not taken back), and per space and peer store how far this store has applied that peer's
+    note changes and file versions."""
     if "origin" not in db["note_changes"].columns_dict:
         db.execute("ALTER TABLE note_changes ADD COLUMN origin TEXT")
+    if "origin" not in db["file_versions"].columns_dict:
+        db.execute("ALTER TABLE file_versions ADD COLUMN origin TEXT")
     db.execute(
         "CREATE INDEX IF NOT EXISTS note_changes_note ON note_changes (tenant_id, resource_id, thread_id, note_id)"
     )

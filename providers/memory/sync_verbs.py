@@ -21,10 +21,13 @@ from afi.storage.database import Database
 
 from .sync.apply import Applied, apply_batch
 from .sync.batches import MAX_BATCH_CHANGES, Batch, read_batch
+from .sync.files import FileBatch, FilesApplied, apply_file_batch, check_out, read_file_batch
 from .sync.peers import Peer, peers, received, store_id
 
 if TYPE_CHECKING:
     from .spaces import Space
+    from .workspace.advisory import AdvisorySpaceLocks
+    from .workspace.locks import SpaceLocks
 
 __all__ = ["SyncVerbs"]
 
@@ -35,6 +38,7 @@ class SyncVerbs:
     """A space's changes for a peer, a peer's batch applied, and how far each peer got."""
 
     _db: Database
+    _write_locks: SpaceLocks | AdvisorySpaceLocks
 
     if TYPE_CHECKING:
 
@@ -80,6 +84,39 @@ class SyncVerbs:
             return apply_batch(self._space(caller.space).fabric.memory, batch, space=caller.space, label=label)
 
         return self._audited(caller, "sync", "/", run)
+
+    def sync_read_files(self, caller: Caller, *, since: int, peer: str) -> FileBatch:
+        """The caller's space's file versions after ``since`` for ``peer``, with their kept bytes."""
+        caller.require("afi:admin", path="/")
+        return read_file_batch(self._space(caller.space), store=self.store_id(), name=caller.space, since=since,
+                               peer=peer)  # fmt: skip
+
+    def sync_file_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
+        """:meth:`sync_read_files` as JSON (what a door sends)."""
+        return self.sync_read_files(caller, since=since, peer=peer).to_json()
+
+    def sync_received_files(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s file versions to the caller's space."""
+        caller.require("afi:admin", path="/")
+        with self._db.read() as conn:
+            return received(conn, caller.space, peer, stream="files")
+
+    def sync_apply_files(self, caller: Caller, batch: FileBatch | Mapping[str, Any], *, label: str) -> FilesApplied:
+        """Add a peer's file versions to the caller's space in one transaction (audited, under its write
+        lock), then bring the paths they touched on disk to their newest version."""
+        space = self._space(caller.space)
+
+        def run() -> FilesApplied:
+            caller.require("afi:admin", path="/")
+            checked = batch if isinstance(batch, FileBatch) else FileBatch.from_json(batch)
+            if checked.space != caller.space:
+                raise InvalidPath(f"the batch holds files of space {checked.space!r}, not of {caller.space!r}")
+            with self._db.transaction() as conn:
+                return apply_file_batch(space, conn, checked, name=caller.space, label=label)
+
+        applied = self._audited(caller, "sync", "/", run)
+        with self._write_locks.hold(caller.space):
+            return check_out(space, caller.space, applied)
 
     def sync_status(self, caller: Caller) -> builtins.list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first (needs afi:admin)."""

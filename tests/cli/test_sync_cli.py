@@ -39,10 +39,8 @@ def test_two_stores_in_step_both_ways_with_a_conflict_printed(tmp_path: Path) ->
     assert afi("remember", "fact", "deploys go out on tuesdays", "--name", "deploy", db=server).returncode == 0
     dry = afi("sync", str(server), "--dry-run", db=laptop)
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.splitlines() == [
-        "pull: would send 1 version and 0 forgets",
-        "push: would send 1 version and 0 forgets",
-    ]
+    would = "would send 1 version, 0 forgets and 0 file versions"
+    assert dry.stdout.splitlines() == [f"pull: {would}", f"push: {would}"]
     assert afi("cat", "/facts/deploy.md", db=laptop).returncode == 2  # a dry run changes nothing
     done = afi("sync", str(server), db=laptop)
     assert done.returncode == 0, done.stderr
@@ -83,7 +81,8 @@ def test_the_readme_s_three_commands_keep_a_laptop_and_a_server_in_step(tmp_path
     with serve_store(server_db, tmp_path / "server" / "files", process=True) as server:
         first = afi("sync", server.url, "--token", key, db=laptop)
         assert first.returncode == 0, first.stderr
-        pushed = "push: 1 version and 0 forgets in 1 batch: 1 new, 0 merged, 0 forgotten"
+        pushed = "push: 1 version, 0 forgets and 0 file versions in 1 batch: 1 new, 0 merged, 0 forgotten; "
+        pushed += "0 files written, 0 removed"
         assert first.stdout.splitlines() == ["pull: nothing new", pushed]
         reader = httpx.get(server.url + "/afi/read", params={"path": "/facts/units.md"},
                            headers={"Authorization": f"Bearer {key}"}, timeout=30)  # fmt: skip

@@ -8,6 +8,7 @@ two directions. docs/sync.md is the user's side of it.
 
 from .apply import Applied, Conflict
 from .batches import MAX_BATCH_CHANGES, Batch
+from .files import FileBatch, FilesApplied
 from .peers import Peer
 from .run import Endpoint, LocalEndpoint, SyncReport, Traffic, sync
 
@@ -17,6 +18,8 @@ __all__ = [
     "Batch",
     "Conflict",
     "Endpoint",
+    "FileBatch",
+    "FilesApplied",
     "LocalEndpoint",
     "Peer",
     "SyncReport",

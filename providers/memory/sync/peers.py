@@ -32,20 +32,28 @@ def store_id(database: Database) -> str:
         return str(conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0])
 
 
-def received(conn: Connection, space: str, peer: str) -> int:
-    """The last change seq of ``peer`` this store applied to ``space`` (0 before the first sync)."""
-    row = conn.execute("SELECT received FROM sync_peers WHERE space = ? AND peer = ?", (space, peer)).fetchone()
+_STREAMS = {"notes": "received", "files": "received_files"}
+
+
+def received(conn: Connection, space: str, peer: str, *, stream: str = "notes") -> int:
+    """The last change of ``peer`` this store applied to ``space``: its note change seq, or for
+    ``stream="files"`` its file version id (0 before the first sync)."""
+    column = _STREAMS[stream]
+    row = conn.execute(f"SELECT {column} FROM sync_peers WHERE space = ? AND peer = ?", (space, peer)).fetchone()
     return 0 if row is None else int(row[0])
 
 
-def record_received(conn: Connection, space: str, peer: str, label: str, upto: int) -> None:
-    """Record, in the caller's transaction, that ``peer``'s changes up to ``upto`` are applied to ``space``."""
+def record_received(conn: Connection, space: str, peer: str, label: str, upto: int, *, stream: str = "notes") -> None:
+    """Record, in the caller's transaction, that ``peer``'s changes of ``stream`` up to ``upto`` are
+    applied to ``space`` (a position never moves back)."""
+    column = _STREAMS[stream]
     conn.execute(
-        "INSERT INTO sync_peers (space, peer, label, received, synced_at) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (space, peer) DO UPDATE SET label = excluded.label, synced_at = excluded.synced_at, "
-        "received = CASE WHEN excluded.received > sync_peers.received THEN excluded.received "
-        "ELSE sync_peers.received END",
-        (space, peer, label, upto, iso_now()),
+        "INSERT INTO sync_peers (space, peer, label, received, received_files, synced_at) VALUES (?, ?, ?, 0, 0, ?) "
+        "ON CONFLICT (space, peer) DO UPDATE SET label = excluded.label, synced_at = excluded.synced_at",
+        (space, peer, label, iso_now()),
+    )
+    conn.execute(
+        f"UPDATE sync_peers SET {column} = ? WHERE space = ? AND peer = ? AND {column} < ?", (upto, space, peer, upto)
     )
 
 

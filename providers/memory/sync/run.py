@@ -19,6 +19,7 @@ from afi.provider import Caller
 
 from .apply import Applied, Conflict
 from .batches import Batch
+from .files import FileBatch, FilesApplied
 
 __all__ = ["Endpoint", "LocalEndpoint", "SyncReport", "Traffic", "sync"]
 
@@ -36,6 +37,12 @@ class Endpoint(Protocol):
 
     def apply(self, batch: Batch, *, label: str) -> Applied: ...
 
+    def read_files(self, *, since: int, peer: str) -> FileBatch: ...
+
+    def received_files(self, peer: str) -> int: ...
+
+    def apply_files(self, batch: FileBatch, *, label: str) -> FilesApplied: ...
+
 
 class _SyncProvider(Protocol):
     def store_id(self) -> str: ...
@@ -45,6 +52,12 @@ class _SyncProvider(Protocol):
     def sync_received(self, caller: Caller, peer: str) -> int: ...
 
     def sync_apply(self, caller: Caller, batch: Batch, *, label: str) -> Applied: ...
+
+    def sync_read_files(self, caller: Caller, *, since: int, peer: str) -> FileBatch: ...
+
+    def sync_received_files(self, caller: Caller, peer: str) -> int: ...
+
+    def sync_apply_files(self, caller: Caller, batch: FileBatch, *, label: str) -> FilesApplied: ...
 
 
 @dataclass
@@ -67,6 +80,15 @@ class LocalEndpoint:
     def apply(self, batch: Batch, *, label: str) -> Applied:
         return self.provider.sync_apply(self.caller, batch, label=label)
 
+    def read_files(self, *, since: int, peer: str) -> FileBatch:
+        return self.provider.sync_read_files(self.caller, since=since, peer=peer)
+
+    def received_files(self, peer: str) -> int:
+        return self.provider.sync_received_files(self.caller, peer)
+
+    def apply_files(self, batch: FileBatch, *, label: str) -> FilesApplied:
+        return self.provider.sync_apply_files(self.caller, batch, label=label)
+
 
 @dataclass
 class Traffic:
@@ -79,6 +101,21 @@ class Traffic:
     merged: int = 0
     deleted: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
+    file_versions: int = 0
+    files_written: int = 0
+    files_removed: int = 0
+    unkept: list[str] = field(default_factory=list)
+
+    def add_files(self, batch: FileBatch, applied: FilesApplied | None) -> None:
+        """Count a file batch (one that only moves the peer's recorded position is not one)."""
+        if not batch.versions:
+            return
+        self.batches += 1
+        self.file_versions += len(batch.versions)
+        if applied is not None:
+            self.files_written += applied.written
+            self.files_removed += applied.removed
+            self.unkept += applied.unkept
 
     def add(self, batch: Batch, applied: Applied | None) -> None:
         """Count a batch (one that only moves the peer's recorded seq past changes it sent us is not one)."""
@@ -127,14 +164,26 @@ def sync(local: Endpoint, remote: Endpoint, *, pull: bool = True, push: bool = T
 
 def _one_way(source: Endpoint, source_id: str, target: Endpoint, target_id: str, traffic: Traffic, dry_run: bool,
              progress: Callable[[Traffic], None] | None) -> None:  # fmt: skip
+    """The notes first (a file note arrives with or before its file), then the files."""
     since = target.received(source_id)
     while True:
         batch = source.read(since=since, peer=target_id)
         if batch.upto <= since and not batch.notes and not batch.forgotten:
-            return
+            break
         traffic.add(batch, None if dry_run else target.apply(batch, label=source.label))
         if progress is not None:
             progress(traffic)
         since = batch.upto
         if not batch.more:
+            break
+    since = target.received_files(source_id)
+    while True:
+        files = source.read_files(since=since, peer=target_id)
+        if files.upto <= since and not files.versions:
+            return
+        traffic.add_files(files, None if dry_run else target.apply_files(files, label=source.label))
+        if progress is not None:
+            progress(traffic)
+        since = files.upto
+        if not files.more:
             return

@@ -17,6 +17,7 @@ import hashlib
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from afi import config
@@ -87,6 +88,17 @@ def _check_version(path: str, sha256: str | None, size: int, at: str, op: str) -
         raise InvalidPath(err.message) from None
 
 
+def _after_latest(conn: Any, space: str, path: str, at: str) -> str:
+    """``at``, or one millisecond after the path's newest version when that is not earlier: a path's
+    versions get distinct times in the order they were written, so the newest by time is the one on
+    disk, here and on every store it is synced to."""
+    row = conn.execute("SELECT MAX(at) FROM file_versions WHERE space = ? AND path = ?", (space, path)).fetchone()
+    if row is None or row[0] is None or str(row[0]) < at:
+        return at
+    later = datetime.fromisoformat(str(row[0]).replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    return later.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 class FileHistory:
     """One space's file versions. Writers call it under the space's write lock (the provider's)."""
 
@@ -119,6 +131,8 @@ class FileHistory:
         given, is stored as the blob ``sha256`` unless a blob of that hash is there already."""
         at = _check_version(path, sha256, size, at, op)
         with self._db.transaction() as conn:
+            if id is None:
+                at = _after_latest(conn, self.space, path, at)
             if data is not None and sha256 is not None:
                 # on PostgreSQL this insert's table lock keeps ``afi gc`` from dropping the blob until
                 # the version naming it commits

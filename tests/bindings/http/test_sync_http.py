@@ -48,11 +48,19 @@ def test_a_laptop_and_a_server_in_step_through_the_http_door(tmp_path: Path, ser
     admin = {"Authorization": f"Bearer {server.tokens['admin']}"}
     httpx.put(server.url + "/afi/write", params={"path": "/facts/deploy.md"}, content=b"deploys go out on tuesdays",
               headers=admin, timeout=30).raise_for_status()  # fmt: skip
+    laptop.write(LOCAL_OWNER, "/files/plan.md", b"# the plan\n")
+    httpx.put(server.url + "/afi/write", params={"path": "/files/img.bin"}, content=bytes(range(256)) * 64,
+              headers=admin, timeout=30).raise_for_status()  # fmt: skip
     first = _sync(tmp_path, server, server.tokens["admin"])
-    assert (first.pulled.inserted, first.pushed.inserted) == (1, 1)
+    assert (first.pulled.inserted, first.pushed.inserted) == (1, 2)  # plan.md's file note went with it
+    assert (first.pulled.files_written, first.pushed.files_written) == (1, 1)
+    assert (tmp_path / "laptop-files" / "default" / "img.bin").read_bytes() == bytes(range(256)) * 64
+    assert (
+        httpx.get(server.url + "/afi/read", params={"path": "/files/plan.md"}, headers=admin).content == b"# the plan\n"
+    )
     assert _versions(tmp_path / "laptop.db", tmp_path / "laptop-files") == _versions(server.db, server.root)
     again = _sync(tmp_path, server, server.tokens["admin"])
-    assert again.pulled.notes == again.pushed.notes == 0
+    assert again.pulled.notes == again.pushed.notes == again.pulled.file_versions == again.pushed.file_versions == 0
 
     laptop.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units")
     httpx.put(server.url + "/afi/write", params={"path": "/facts/units.md"}, content=b"we use SI units",
@@ -88,6 +96,17 @@ def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, serv
         ("POST", "/sync/apply", admin, {}, {**good, "forgotten": [None]}, 400, "invalid_path"),
         ("POST", "/sync/apply", admin, {}, {**good, "notes": [{}] * 501}, 413, "too_large"),
         ("POST", "/spaces/other/sync/apply", admin, {}, good, 401, "unauthorized"),
+        ("GET", "/sync/files/changes", writer, {"peer": "x"}, None, 403, "forbidden"),
+        (
+            "POST",
+            "/sync/files/apply",
+            admin,
+            {},
+            {**good, "versions": [{"path": "../x"}], "blobs": {}},
+            400,
+            "invalid_path",
+        ),
+        ("POST", "/sync/files/apply", admin, {}, {"versions": []}, 400, "invalid_path"),
     ]
     for method, route, headers, params, body, status, code in cases:
         response = httpx.request(method, url + route, headers=headers, params=params, json=body, timeout=30)
