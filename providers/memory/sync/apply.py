@@ -14,9 +14,13 @@ The conflicts are reported. Last, the peer's ``upto`` is recorded in the same tr
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from afi.errors import InvalidPath
 
@@ -26,6 +30,7 @@ from ..fabric.embedders import embedding_text
 from ..fabric.memory import Memory
 from ..fabric.rows import NAMED, file_name
 from ..fabric.types import MemoryNote
+from ..fabric.vector_bytes import unpack_vector
 from .batches import Batch
 from .peers import record_received
 from .states import kept_loser, merge, note_of, state_of
@@ -103,9 +108,13 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
     call under the space's write lock. Raises InvalidPath or TooLarge for a batch that is not one,
     Conflict for a version id that names another note here; nothing is written then."""
     notes = _checked(batch, memory)
-    vectors = dict(zip((n.content for n in notes), memory.embedder.embed([embedding_text(n) for n in notes]),
-                       strict=True)) if notes else {}  # fmt: skip
     store, scope, origin = memory.store, memory.scope, batch.store
+    sent = _sent_vectors(batch, store.embedder_name, store.dims)
+    vectors = {n.content: sent[n.id] for n in notes if n.id in sent}
+    missing = [n for n in notes if n.content not in vectors]
+    if missing:
+        vectors.update(zip((n.content for n in missing), memory.embedder.embed([embedding_text(n) for n in missing]),
+                           strict=True))  # fmt: skip
     applied = Applied()
     with store.write(scope) as conn:
         ids = [n.id for n in notes] + batch.forgotten
@@ -152,6 +161,23 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
             applied.conflicts += _settle(memory, kind, name)
         record_received(conn, space, origin, label, batch.upto)
     return applied
+
+
+def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, Any]:
+    """The vectors the peer sent, by version id, when its embedder is this store's (else none: each
+    text is embedded here); InvalidPath for one that is not a vector of this embedder's."""
+    if batch.embedder != f"{embedder}:{dims}":
+        return {}
+    out: dict[str, Any] = {}
+    for note_id, text in batch.vectors.items():
+        try:
+            vector = unpack_vector(base64.b64decode(text, validate=True))
+        except (binascii.Error, ValueError):
+            raise InvalidPath(f"vectors[{note_id[:16]!r}]: not base64 of a stored vector") from None
+        if vector.shape != (dims,) or not np.isfinite(vector).all():
+            raise InvalidPath(f"vectors[{note_id[:16]!r}]: not a vector of {dims} finite components")
+        out[note_id] = vector
+    return out
 
 
 def _by_ids(memory: Memory, ids: list[str]) -> list[MemoryNote]:

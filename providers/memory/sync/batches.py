@@ -15,6 +15,7 @@ gc is one store's housekeeping, not a forget.
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from afi.errors import InvalidPath, TooLarge
 
 from ..fabric.memory import Memory
+from ..fabric.rows import note_from_row
 from .states import state_of
 
 __all__ = ["MAX_BATCH_BYTES", "MAX_BATCH_CHANGES", "Batch", "read_batch"]
@@ -44,10 +46,15 @@ class Batch:
     more: bool
     notes: list[dict[str, Any]] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)
+    # the sender's embedder (``name:dims``) and its vectors by version id, as it stores them (base64):
+    # a receiver with the same embedder takes them instead of embedding every text again
+    embedder: str = ""
+    vectors: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"store": self.store, "space": self.space, "since": self.since, "upto": self.upto,
-                "more": self.more, "notes": self.notes, "forgotten": self.forgotten}  # fmt: skip
+                "more": self.more, "notes": self.notes, "forgotten": self.forgotten, "embedder": self.embedder,
+                "vectors": self.vectors}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Any) -> Batch:
@@ -55,9 +62,14 @@ class Batch:
         note's fields are checked when applied), TooLarge past :data:`MAX_BATCH_CHANGES`."""
         if not isinstance(data, dict):
             raise InvalidPath("a sync batch is a JSON object")
-        keys = {"store", "space", "since", "upto", "more", "notes", "forgotten"}
-        if set(data) != keys:
-            raise InvalidPath(f"a sync batch holds exactly {', '.join(sorted(keys))}")
+        keys, extra = {"store", "space", "since", "upto", "more", "notes", "forgotten"}, {"embedder", "vectors"}
+        if not keys <= set(data) <= keys | extra:
+            raise InvalidPath(f"a sync batch holds {', '.join(sorted(keys))} (and embedder, vectors)")
+        embedder, vectors = data.get("embedder", ""), data.get("vectors", {})
+        if not isinstance(embedder, str) or not isinstance(vectors, dict):
+            raise InvalidPath("a sync batch's embedder is a string and its vectors an object")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in vectors.items()):
+            raise InvalidPath("a sync batch's vectors map version ids to base64 text")
         if not all(isinstance(data[k], str) and data[k] for k in ("store", "space")):
             raise InvalidPath("a sync batch's store and space are non-empty strings")
         if not all(_seq(data[k]) for k in ("since", "upto")) or data["upto"] < data["since"]:
@@ -72,7 +84,8 @@ class Batch:
                            f"{len(notes) + len(forgotten)}")  # fmt: skip
         if not all(isinstance(note_id, str) for note_id in forgotten):
             raise InvalidPath("a sync batch's forgotten lists version ids")
-        return cls(data["store"], data["space"], data["since"], data["upto"], data["more"], notes, forgotten)
+        return cls(data["store"], data["space"], data["since"], data["upto"], data["more"], notes, forgotten,
+                   embedder, vectors)  # fmt: skip
 
 
 def _seq(value: Any) -> bool:
@@ -108,10 +121,14 @@ def _read(memory: Memory, *, store: str, space: str, since: int, peer: str, limi
     wanted = [note_id for note_id, (op, origin) in last.items() if op == "upsert" and origin != peer]
     batch.forgotten = [note_id for note_id, (op, origin) in last.items() if op == "delete" and origin != peer]
     by_id = {}
+    batch.embedder = f"{store_.embedder_name}:{store_.dims}"
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        for note in store_.select_notes(memory.scope, f"id IN ({', '.join('?' * len(chunk))})", chunk):
+        for row in store_.rows_with_embeddings(memory.scope, f"id IN ({', '.join('?' * len(chunk))})", chunk):
+            note = note_from_row(row[:-1], memory.scope)
             by_id[note.id] = note
+            if row[-1] is not None:
+                batch.vectors[note.id] = base64.b64encode(bytes(row[-1])).decode()
     # a version deleted since its change was read is left out: its forget comes in a later batch
     batch.notes = [state_of(by_id[note_id]) for note_id in wanted if note_id in by_id]
     return batch

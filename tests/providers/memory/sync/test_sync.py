@@ -3,6 +3,7 @@ sides, nothing sent twice, and batches that are not what a store sends refused w
 
 from __future__ import annotations
 
+import base64
 import random
 import sqlite3
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from afi.auth.keys import LOCAL_OWNER
 from afi.errors import Conflict, InvalidPath, TooLarge
+from afi.providers.memory.fabric.embedders import HashEmbedder
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.sync import MAX_BATCH_CHANGES, Batch, LocalEndpoint, sync
 from afi.providers.memory.sync.states import state_of
@@ -246,3 +248,34 @@ def test_gc_is_one_stores_housekeeping_and_its_drops_do_not_travel(pair: Pair) -
     assert report.note_versions == 1 and old.id not in _versions(a)
     assert sync(laptop, server).pushed.forgotten == 0
     assert old.id in _versions(b)
+
+
+class _CountingHash(HashEmbedder):
+    """The hash embedder, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_the_peers_vectors_travel_when_both_use_one_embedder(tmp_path: Path) -> None:
+    counting = _CountingHash()
+    a = MemoryProvider(tmp_path / "a.db", tmp_path / "files-a", embedder=HashEmbedder())
+    b = MemoryProvider(tmp_path / "b.db", tmp_path / "files-b", embedder=counting)
+    a.remember_many(LOCAL_OWNER, [{"kind": "fact", "content": f"fact {i} about {i * 31}"} for i in range(40)])
+    batch = LocalEndpoint(a, LOCAL_OWNER, "a").read(since=0, peer="b")
+    assert batch.embedder == "hash-fnv1a-384:384" and len(batch.vectors) == 40
+    sync(LocalEndpoint(b, LOCAL_OWNER, "b"), LocalEndpoint(a, LOCAL_OWNER, "a"), push=False)  # b pulls a
+    assert counting.texts == 0  # taken as sent, not embedded again
+    memory_a, memory_b = a.fabric("default").memory, b.fabric("default").memory
+    stored = {r[2]: r[-1] for r in memory_a.store.rows_with_embeddings(memory_a.scope, "TRUE")}
+    assert stored == {r[2]: r[-1] for r in memory_b.store.rows_with_embeddings(memory_b.scope, "TRUE")}
+    broken = Batch(batch.store, "default", 0, 1, False, batch.notes[:1], [], batch.embedder,
+                   {batch.notes[0]["id"]: base64.b64encode(b"h" + b"\x00\x7c" * 384).decode()})  # fmt: skip
+    c = MemoryProvider(tmp_path / "c.db", tmp_path / "files-c", embedder=HashEmbedder())
+    with pytest.raises(InvalidPath, match="finite components"):  # 0x7c00 is +inf at half precision
+        c.sync_apply(LOCAL_OWNER, broken, label="a")
