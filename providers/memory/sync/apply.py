@@ -192,9 +192,9 @@ def _settle(memory: Memory, kind: str, name: str) -> list[Conflict]:
     """Leave one current version of a name: the one written last stays, the others retire at its
     instant and the winner links to each (every store that holds the same versions settles alike)."""
     store, scope = memory.store, memory.scope
-    current = store.select_notes(
-        scope, f"kind = ? AND {NAMED} AND valid_to IS NULL AND status = 'active'", (kind, file_name(name))
-    )
+    # ordered by created_at: by id, SQLite's planner walks the scope's every row instead of the name index
+    current = store.select_notes(scope, f"kind = ? AND {NAMED} AND valid_to IS NULL AND status = 'active'",
+                                 (kind, file_name(name)), order="created_at, id")  # fmt: skip
     if len(current) < 2:
         return []
     winner = max(current, key=lambda n: (n.created_at, n.id))
