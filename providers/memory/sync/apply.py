@@ -112,6 +112,7 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
         local = {n.id: n for n in _by_ids(memory, ids)}
         forgotten_here = store.forgotten(scope, [n.id for n in notes if n.id not in local])
         touched: set[tuple[str, str]] = set()
+        paths: set[str] = set()  # a file's notes are one file's versions whatever their names
 
         def vector(note: MemoryNote) -> Any:
             if note.content not in vectors:
@@ -144,12 +145,19 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
                     local[kept_note.id] = kept_note
             if note.name is not None:
                 touched.add((note.kind, note.name))
+            if note.kind == "file" and note.path is not None:
+                paths.add(note.path)
         for note_id in batch.forgotten:
             mine = local.get(note_id)
             if mine is not None and mine.status != "legal_hold":
                 applied.deleted += store.delete_note(scope, note_id, origin=origin)
+            elif mine is not None:
+                # a hold here wins over the peer's forget: a change of ours sends the held version back
+                store.update_note(scope, mine)
         for kind, name in sorted(touched):
-            applied.conflicts += _settle(memory, kind, name)
+            applied.conflicts += _settle(memory, kind, name, f"kind = ? AND {NAMED}", (kind, file_name(name)))
+        for path in sorted(paths):
+            applied.conflicts += _settle(memory, "file", path, "kind = 'file' AND path = ?", (path,))
         record_received(conn, space, origin, label, batch.upto)
     return applied
 
@@ -162,13 +170,12 @@ def _by_ids(memory: Memory, ids: list[str]) -> list[MemoryNote]:
     return out
 
 
-def _settle(memory: Memory, kind: str, name: str) -> list[Conflict]:
-    """Leave one current version of a name: the one written last stays, the others retire at its
-    instant and the winner links to each (every store that holds the same versions settles alike)."""
+def _settle(memory: Memory, kind: str, name: str, where: str, params: tuple[str | None, ...]) -> list[Conflict]:
+    """Leave one current version of a name (or of a file's path: ``where`` and ``params`` select its
+    versions): the one written last stays, the others retire at its instant and the winner links to
+    each (every store that holds the same versions settles alike)."""
     store, scope = memory.store, memory.scope
-    current = store.select_notes(
-        scope, f"kind = ? AND {NAMED} AND valid_to IS NULL AND status = 'active'", (kind, file_name(name))
-    )
+    current = store.select_notes(scope, f"{where} AND valid_to IS NULL AND status = 'active'", params)
     if len(current) < 2:
         return []
     winner = max(current, key=lambda n: (n.created_at, n.id))

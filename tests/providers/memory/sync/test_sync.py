@@ -246,3 +246,34 @@ def test_gc_is_one_stores_housekeeping_and_its_drops_do_not_travel(pair: Pair) -
     assert report.note_versions == 1 and old.id not in _versions(a)
     assert sync(laptop, server).pushed.forgotten == 0
     assert old.id in _versions(b)
+
+
+def test_a_held_version_forgotten_on_the_side_that_held_it_comes_back_from_the_other(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    note = a.remember(LOCAL_OWNER, kind="fact", name="contract", content="the contract ends in june")
+    a.forget(LOCAL_OWNER, id=note.id, hold=True)
+    sync(laptop, server)
+    a.forget(LOCAL_OWNER, id=note.id)  # a forget of a held version deletes it here; the server holds it
+    sync(laptop, server)
+    sync(laptop, server)
+    assert _versions(a) == _versions(b) and _versions(a)[note.id]["status"] == "legal_hold"
+
+
+def _file_notes(provider: MemoryProvider, path: str) -> list[str]:
+    memory = provider.fabric("default").memory
+    rows = memory.store.select_notes(memory.scope, "kind = 'file' AND path = ? AND valid_to IS NULL AND "
+                                     "status = 'active'", (path,))  # fmt: skip
+    return [row.id for row in rows]
+
+
+def test_one_file_noted_on_both_sides_keeps_both_versions_and_one_current(tmp_path: Path) -> None:
+    for side in ("files-a", "files-b"):
+        (tmp_path / side / "default").mkdir(parents=True)
+    a, b, laptop, server = _pair(tmp_path)
+    a.remember(LOCAL_OWNER, kind="file", path="docs/plan.txt", content="the plan: ship in june")
+    b.remember(LOCAL_OWNER, kind="file", path="docs/plan.txt", content="the plan: ship in july")
+    report = sync(laptop, server)
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 2
+    assert len(_file_notes(a, "docs/plan.txt")) == 1 and _file_notes(a, "docs/plan.txt") == _file_notes(b, "docs/plan.txt")
+    conflicts = report.pulled.conflicts + report.pushed.conflicts
+    assert [(c.kind, c.name) for c in conflicts] == [("file", "docs/plan.txt")]
