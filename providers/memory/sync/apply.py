@@ -175,7 +175,9 @@ def _settle(memory: Memory, kind: str, name: str, where: str, params: tuple[str 
     versions): the one written last stays, the others retire at its instant and the winner links to
     each (every store that holds the same versions settles alike)."""
     store, scope = memory.store, memory.scope
-    current = store.select_notes(scope, f"{where} AND valid_to IS NULL AND status = 'active'", params)
+    # ordered by id, SQLite's planner walks the whole scope by its key instead of the name's index
+    current = store.select_notes(scope, f"{where} AND valid_to IS NULL AND status = 'active'", params,
+                                 order="created_at")  # fmt: skip
     if len(current) < 2:
         return []
     winner = max(current, key=lambda n: (n.created_at, n.id))
