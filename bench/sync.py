@@ -93,8 +93,9 @@ def _changes(provider: Any, caller: Any, round_: int) -> None:
     half = CHANGES // 2
     new = corpus(half, seed=100 + round_, prefix="new ")
     provider.remember_many(caller, [{"kind": "fact", "content": text, "consolidate": False} for text in new])
-    provider.remember_many(caller, [{"kind": "fact", "name": f"n{round_ * half + i}", "content": f"resaved {text}",
-                                     "consolidate": False} for i, text in enumerate(corpus(half, seed=200 + round_))])  # fmt: skip
+    resaved = corpus(half, seed=200 + round_, prefix="resaved ")
+    provider.remember_many(caller, [{"kind": "fact", "name": f"n{round_ * half + i}", "content": text,
+                                     "consolidate": False} for i, text in enumerate(resaved)])  # fmt: skip
 
 
 def measure(notes: int, work: Path) -> dict[str, Any]:
@@ -165,10 +166,20 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
             "nothing_new": f["nothing_http_ms"] <= GOAL_NOTHING_MS,
         },
         "comparisons": comparisons(
-            comparison("first sync over HTTP", "notes/s", "higher", ours=("afi sync", first_http),
-                       baseline=("remember_many", f["load_notes_per_s"])),  # fmt: skip
-            comparison("first sync store to store", "notes/s", "higher", ours=("afi sync", first_local),
-                       baseline=("afi export + import", export_import)),  # fmt: skip
+            comparison(
+                "first sync over HTTP",
+                "notes/s",
+                "higher",
+                ours=("afi sync", first_http),
+                baseline=("remember_many", f["load_notes_per_s"]),
+            ),
+            comparison(
+                "first sync store to store",
+                "notes/s",
+                "higher",
+                ours=("afi sync", first_local),
+                baseline=("afi export + import", export_import),
+            ),
         ),
     }
     print_table(
