@@ -176,8 +176,11 @@ def _settle(memory: Memory, kind: str, name: str, where: str, params: tuple[str 
     each (every store that holds the same versions settles alike)."""
     store, scope = memory.store, memory.scope
     # ordered by id, SQLite's planner walks the whole scope by its key instead of the name's index
-    current = store.select_notes(scope, f"{where} AND valid_to IS NULL AND status = 'active'", params,
-                                 order="created_at")  # fmt: skip
+    active = store.select_notes(scope, f"{where} AND status = 'active'", params, order="created_at")
+    # a version whose window ends after the newest one was written is current too (a valid_to ahead, as
+    # each side's own supersede never leaves it): the rows decide, not each store's clock
+    newest = max((n.created_at for n in active), default="")
+    current = [n for n in active if n.valid_to is None or n.valid_to > newest]
     if len(current) < 2:
         return []
     winner = max(current, key=lambda n: (n.created_at, n.id))

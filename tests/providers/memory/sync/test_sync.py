@@ -333,3 +333,14 @@ def test_one_file_noted_on_both_sides_keeps_both_versions_and_one_current(tmp_pa
     )
     conflicts = report.pulled.conflicts + report.pushed.conflicts
     assert [(c.kind, c.name) for c in conflicts] == [("file", "docs/plan.txt")]
+
+
+def test_a_version_with_a_window_ending_ahead_written_on_one_side_is_settled_like_an_open_one(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use SI units everywhere")
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units until 2035",
+               valid_from="2021-06-01T00:00:00.000Z", valid_to="2035-01-01T00:00:00.000Z")  # fmt: skip
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units now")
+    sync(laptop, server)
+    assert _versions(a) == _versions(b)
+    assert _current(a, "units") == _current(b, "units")  # each side read the version it wrote last
