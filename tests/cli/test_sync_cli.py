@@ -11,6 +11,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,78 @@ def test_kill_9_in_the_middle_of_a_sync_leaves_both_stores_whole_and_the_next_sy
     print(f"{kills} kills, {landed} with versions part-way, {len(a)} versions on each side, failures: 0")
     assert len(a) == 4000 and a == b
     assert kills >= 3 and landed >= 1
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from afi.auth.keys import LOCAL_OWNER
+from afi.providers.memory.provider import MemoryProvider
+db = Path(sys.argv[1])
+provider = MemoryProvider(db, db.parent / f"{db.stem}.files")
+for i in range(int(sys.argv[2])):
+    provider.remember(LOCAL_OWNER, kind="fact", name=f"busy-{i % 40}", content=f"written during a sync, {i}")
+    provider.remember(LOCAL_OWNER, kind="fact", content=f"an unnamed note written during a sync, number {i}")
+"""
+
+
+@pytest.mark.slow
+def test_writes_in_another_process_during_syncs_all_arrive(tmp_path: Path) -> None:
+    laptop, server = tmp_path / "laptop.db", tmp_path / "server.db"
+    _seed(laptop, 1500, "laptop")
+    _seed(server, 1500, "server")
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(laptop), "150"])
+    syncs = 0
+    while writer.poll() is None or syncs < 2:
+        done = afi("sync", str(server), db=laptop)
+        assert done.returncode == 0, done.stderr
+        syncs += 1
+    assert writer.wait() == 0
+    final = afi("sync", str(server), db=laptop)
+    assert final.returncode == 0, final.stderr
+    a, b = _versions(laptop), _versions(server)
+    written = sum(1 for state in a.values() if "during a sync" in state["content"])
+    print(f"{syncs} syncs while another process wrote 300 notes, {len(a)} versions on each side, failures: 0")
+    assert a == b and written >= 150
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_serving_side_in_the_middle_of_an_http_sync(tmp_path: Path) -> None:
+    from afi.auth.keys import KeyStore
+
+    rng = random.Random(SEED)
+    laptop, server, root = tmp_path / "laptop.db", tmp_path / "server.db", tmp_path / "server-files"
+    _seed(laptop, 3000, "laptop")
+    keys = KeyStore(server)
+    token = keys.create(space="default", scopes=("afi:admin",), name="laptop")[1]
+    keys.close()
+    kills = landed = 0
+    for _ in range(6):
+        with serve_store(server, root, process=True) as served:
+            assert served.process is not None
+            errors = (tmp_path / "stderr.txt").open("wb")
+            client = subprocess.Popen([str(AFI), "sync", served.url, "--token", token, "--db", str(laptop)],
+                                      stdout=subprocess.DEVNULL, stderr=errors)  # fmt: skip
+            before = _rows(server)
+            deadline = time.monotonic() + 120
+            while _rows(server) == before and client.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0, 0.3))
+            if client.poll() is None:
+                served.process.send_signal(signal.SIGKILL)
+                served.process.wait()
+            finished = client.wait(60) == 0  # or it finished before the kill landed
+            errors.close()
+            said = (tmp_path / "stderr.txt").read_text()
+            if finished:
+                break
+            kills += 1
+            assert client.returncode == 2 and "afi: " in said, said  # the client says so and stops
+            _whole(server)
+            landed += int(0 < _rows(server) < 3000)
+    with serve_store(server, root, process=True) as served:
+        final = afi("sync", served.url, "--token", token, db=laptop)
+        assert final.returncode == 0, final.stderr
+    a, b = _versions(laptop), _versions(server)
+    print(f"{kills} kills of afi serve, {landed} with versions part-way, {len(a)} versions on each side, failures: 0")
+    assert len(a) == 3000 and a == b and kills >= 2

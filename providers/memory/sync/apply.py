@@ -121,6 +121,7 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
         local = {n.id: n for n in _by_ids(memory, ids)}
         forgotten_here = store.forgotten(scope, [n.id for n in notes if n.id not in local])
         touched: set[tuple[str, str]] = set()
+        paths: set[str] = set()  # a file's notes are one file's versions whatever their names
 
         def vector(note: MemoryNote) -> Any:
             if note.content not in vectors:
@@ -153,12 +154,19 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
                     local[kept_note.id] = kept_note
             if note.name is not None:
                 touched.add((note.kind, note.name))
+            if note.kind == "file" and note.path is not None:
+                paths.add(note.path)
         for note_id in batch.forgotten:
             mine = local.get(note_id)
             if mine is not None and mine.status != "legal_hold":
                 applied.deleted += store.delete_note(scope, note_id, origin=origin)
+            elif mine is not None:
+                # a hold here wins over the peer's forget: a change of ours sends the held version back
+                store.update_note(scope, mine)
         for kind, name in sorted(touched):
-            applied.conflicts += _settle(memory, kind, name)
+            applied.conflicts += _settle(memory, kind, name, f"kind = ? AND {NAMED}", (kind, file_name(name)))
+        for path in sorted(paths):
+            applied.conflicts += _settle(memory, "file", path, "kind = 'file' AND path = ?", (path,))
         record_received(conn, space, origin, label, batch.upto)
     return applied
 
@@ -188,13 +196,17 @@ def _by_ids(memory: Memory, ids: list[str]) -> list[MemoryNote]:
     return out
 
 
-def _settle(memory: Memory, kind: str, name: str) -> list[Conflict]:
-    """Leave one current version of a name: the one written last stays, the others retire at its
-    instant and the winner links to each (every store that holds the same versions settles alike)."""
+def _settle(memory: Memory, kind: str, name: str, where: str, params: tuple[str | None, ...]) -> list[Conflict]:
+    """Leave one current version of a name (or of a file's path: ``where`` and ``params`` select its
+    versions): the one written last stays, the others retire at its instant and the winner links to
+    each (every store that holds the same versions settles alike)."""
     store, scope = memory.store, memory.scope
-    # ordered by created_at: by id, SQLite's planner walks the scope's every row instead of the name index
-    current = store.select_notes(scope, f"kind = ? AND {NAMED} AND valid_to IS NULL AND status = 'active'",
-                                 (kind, file_name(name)), order="created_at, id")  # fmt: skip
+    # ordered by id, SQLite's planner walks the whole scope by its key instead of the name's index
+    active = store.select_notes(scope, f"{where} AND status = 'active'", params, order="created_at")
+    # a version whose window ends after the newest one was written is current too (a valid_to ahead, as
+    # each side's own supersede never leaves it): the rows decide, not each store's clock
+    newest = max((n.created_at for n in active), default="")
+    current = [n for n in active if n.valid_to is None or n.valid_to > newest]
     if len(current) < 2:
         return []
     winner = max(current, key=lambda n: (n.created_at, n.id))

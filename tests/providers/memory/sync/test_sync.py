@@ -6,13 +6,15 @@ from __future__ import annotations
 import base64
 import random
 import sqlite3
+from collections import Counter
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from afi.auth.keys import LOCAL_OWNER
-from afi.errors import Conflict, InvalidPath, TooLarge
+from afi.errors import AfiError, Conflict, InvalidPath, TooLarge
 from afi.providers.memory.fabric.embedders import HashEmbedder
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.sync import MAX_BATCH_CHANGES, Batch, LocalEndpoint, sync
@@ -22,6 +24,8 @@ Pair = tuple[MemoryProvider, MemoryProvider, LocalEndpoint, LocalEndpoint]
 
 
 def _pair(tmp_path: Path, first: str | None = None, second: str | None = None) -> Pair:
+    for side in ("files-a", "files-b"):
+        (tmp_path / side / "default").mkdir(parents=True)  # a file note names a file of the space
     a = MemoryProvider(first or tmp_path / "a.db", tmp_path / "files-a")
     b = MemoryProvider(second or tmp_path / "b.db", tmp_path / "files-b")
     return a, b, LocalEndpoint(a, LOCAL_OWNER, "laptop"), LocalEndpoint(b, LOCAL_OWNER, "server")
@@ -172,50 +176,102 @@ def test_one_version_id_that_names_two_different_notes_is_refused(pair: Pair) ->
 
 
 def _random_op(rng: random.Random, provider: MemoryProvider, names: list[str], log: list[str]) -> None:
+    """Given a store, do one thing a user does to it, at random, and log it (a refused one as refused)."""
     memory = provider.fabric("default").memory
-    current = [n for n in memory.store.select_notes(memory.scope, "valid_to IS NULL AND status = 'active'")]
-    roll = rng.random()
-    if roll < 0.55 or not current:
-        name = rng.choice(names)
-        provider.remember(LOCAL_OWNER, kind="fact", name=name, content=f"{name} is {rng.randrange(10**6)}")
-        log.append(f"remember {name}")
-    elif roll < 0.7:
-        provider.remember(
-            LOCAL_OWNER, kind="fact", content=f"loose thought {rng.randrange(10**9)} about {rng.choice(names)}"
-        )
-        log.append("remember unnamed")
-    elif roll < 0.85:
-        target = rng.choice(current)
-        provider.forget(LOCAL_OWNER, id=target.id)
-        log.append(f"forget {target.id}")
-    else:
-        target = rng.choice(current)  # a re-save of the same words (a fold in place)
-        provider.remember(LOCAL_OWNER, kind="fact", name=target.name, content=target.content.upper())
-        log.append(f"resave {target.name}")
+    every = memory.store.select_notes(memory.scope)
+    current = [n for n in every if n.valid_to is None and n.status == "active" and n.kind != "file"]
+    roll, name, kind = rng.random(), rng.choice(names), "procedure" if rng.random() < 0.15 else "fact"
+    try:
+        if roll < 0.3 or not current:
+            provider.remember(LOCAL_OWNER, kind=kind, name=name, content=f"{name} is {rng.randrange(10**6)}")
+            log.append(f"remember {name}")
+        elif roll < 0.4:  # an unnamed note near a current one: it may fold into it
+            target = rng.choice(current)
+            provider.remember(LOCAL_OWNER, kind=target.kind, content=f"{target.content} {rng.choice(names)}")
+            log.append("remember unnamed near")
+        elif roll < 0.47:
+            provider.remember(LOCAL_OWNER, kind="fact", content=f"loose thought {rng.randrange(10**9)} about {name}")
+            log.append("remember unnamed")
+        elif roll < 0.55:
+            target = rng.choice(current)
+            provider.remember(LOCAL_OWNER, kind=target.kind, content=f"instead of {target.id}: {rng.randrange(10**6)}",
+                              supersedes=target.id)  # fmt: skip
+            log.append(f"supersede {target.id}")
+        elif roll < 0.6:
+            valid_to = f"20{rng.randrange(31, 40)}-01-01T00:00:00.000Z" if rng.random() < 0.5 else None
+            valid_from = f"20{rng.randrange(20, 30)}-06-01T00:00:00.000Z"
+            provider.remember(LOCAL_OWNER, kind="fact", name=name, content=f"{name} from {rng.randrange(10**6)}",
+                              valid_from=valid_from, valid_to=valid_to)  # fmt: skip
+            log.append(f"remember {name} with a window")
+        elif roll < 0.7:  # mostly a current version; sometimes any (a held one, a retired one)
+            target = rng.choice(current if rng.random() < 0.6 else every)
+            provider.forget(LOCAL_OWNER, id=target.id)
+            log.append(f"forget {target.id}")
+        elif roll < 0.75:
+            target = rng.choice(every)
+            provider.forget(LOCAL_OWNER, id=target.id, hold=True)
+            log.append(f"hold {target.id}")
+        elif roll < 0.85:  # a re-save of the same words, or shouted (a fold in place)
+            target = rng.choice(current)
+            content = target.content.upper() if rng.random() < 0.5 else target.content
+            provider.remember(LOCAL_OWNER, kind=target.kind, name=target.name, content=content)
+            log.append(f"resave {target.name}")
+        elif roll < 0.9:  # an explicit id rewrites its version in place
+            target = rng.choice(current)
+            provider.remember(LOCAL_OWNER, kind=target.kind, id=target.id, content=f"rewritten {rng.randrange(10**6)}")
+            log.append(f"rewrite {target.id}")
+        else:
+            path = f"docs/{name}.txt"
+            provider.remember(LOCAL_OWNER, kind="file", path=path, content=f"{path} says {rng.randrange(10**6)}")
+            log.append(f"note file {path}")
+    except AfiError:
+        log.append("refused")
 
 
-def test_random_writes_on_both_sides_with_syncs_between_end_the_same(tmp_path: Path) -> None:
-    rng = random.Random(32)
-    a, b, laptop, server = _pair(tmp_path)
-    names = [f"n{i}" for i in range(12)]
+def _stores(tmp_path: Path, count: int) -> tuple[list[MemoryProvider], list[LocalEndpoint]]:
+    providers = []
+    for i in range(count):
+        (tmp_path / f"files-{i}" / "default").mkdir(parents=True)  # a file note names a file of the space
+        providers.append(MemoryProvider(tmp_path / f"{i}.db", tmp_path / f"files-{i}"))
+    return providers, [LocalEndpoint(p, LOCAL_OWNER, f"store-{i}") for i, p in enumerate(providers)]
+
+
+def _one_current_each(provider: MemoryProvider) -> None:
+    memory = provider.fabric("default").memory
+    rows = memory.store.select_notes(memory.scope, "valid_to IS NULL AND status = 'active'")
+    names = Counter((n.kind, n.name) for n in rows)
+    paths = Counter(n.path for n in rows if n.kind == "file")
+    assert max(names.values(), default=1) == 1 and max(paths.values(), default=1) == 1, (names, paths)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_random_writes_on_several_stores_with_syncs_between_end_the_same(tmp_path: Path, count: int) -> None:
+    rng = random.Random(32 + count)
+    providers, ends = _stores(tmp_path, count)
+    pairs = [(i, j) for i in range(count) for j in range(count) if i != j]
+    names = [f"n{i}" for i in range(8)]
     log: list[str] = []
     syncs = 0
     for _ in range(300):
-        _random_op(rng, rng.choice((a, b)), names, log)
-        if rng.random() < 0.1:
-            sync(laptop, server, pull=rng.random() < 0.7, push=rng.random() < 0.7)
+        _random_op(rng, rng.choice(providers), names, log)
+        if rng.random() < 0.12:
+            i, j = rng.choice(pairs)
+            sync(ends[i], ends[j], pull=rng.random() < 0.7, push=rng.random() < 0.7)
             syncs += 1
-    sync(laptop, server)
-    sync(laptop, server)
-    va, vb = _versions(a), _versions(b)
-    assert va == vb, (len(va), len(vb), syncs)
-    for name in names:  # one current version of each name, the same on both sides
-        memory = a.fabric("default").memory
-        rows = memory.store.select_notes(memory.scope, "name = ? AND valid_to IS NULL AND status = 'active'", (name,))
-        assert len(rows) <= 1, name
-        if rows:
-            assert _current(a, name) == _current(b, name)
-    print(f"{len(log)} operations, {syncs} syncs, {len(va)} versions on each side")
+    for _ in range(2):  # a final sync both ways between each two
+        for i, j in combinations(range(count), 2):
+            sync(ends[i], ends[j])
+            syncs += 1
+    versions = [_versions(p) for p in providers]
+    assert all(v == versions[0] for v in versions), [len(v) for v in versions]
+    _one_current_each(providers[0])
+    for name in names:
+        if _exists(providers[0], name):
+            assert len({_current(p, name) for p in providers}) == 1, name
+    print(
+        f"{count} stores: {len(log)} operations ({log.count('refused')} refused), {syncs} syncs, "
+        f"{len(versions[0])} versions on each store, failures: 0"
+    )
 
 
 def test_a_sqlite_store_and_a_postgresql_store_end_the_same(tmp_path: Path, pg_store_url: str) -> None:
@@ -279,3 +335,45 @@ def test_the_peers_vectors_travel_when_both_use_one_embedder(tmp_path: Path) -> 
     c = MemoryProvider(tmp_path / "c.db", tmp_path / "files-c", embedder=HashEmbedder())
     with pytest.raises(InvalidPath, match="finite components"):  # 0x7c00 is +inf at half precision
         c.sync_apply(LOCAL_OWNER, broken, label="a")
+
+
+def test_a_held_version_forgotten_on_the_side_that_held_it_comes_back_from_the_other(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    note = a.remember(LOCAL_OWNER, kind="fact", name="contract", content="the contract ends in june")
+    a.forget(LOCAL_OWNER, id=note.id, hold=True)
+    sync(laptop, server)
+    a.forget(LOCAL_OWNER, id=note.id)  # a forget of a held version deletes it here; the server holds it
+    sync(laptop, server)
+    sync(laptop, server)
+    assert _versions(a) == _versions(b) and _versions(a)[note.id]["status"] == "legal_hold"
+
+
+def _file_notes(provider: MemoryProvider, path: str) -> list[str]:
+    memory = provider.fabric("default").memory
+    rows = memory.store.select_notes(memory.scope, "kind = 'file' AND path = ? AND valid_to IS NULL AND "
+                                     "status = 'active'", (path,))  # fmt: skip
+    return [row.id for row in rows]
+
+
+def test_one_file_noted_on_both_sides_keeps_both_versions_and_one_current(tmp_path: Path) -> None:
+    a, b, laptop, server = _pair(tmp_path)
+    a.remember(LOCAL_OWNER, kind="file", path="docs/plan.txt", content="the plan: ship in june")
+    b.remember(LOCAL_OWNER, kind="file", path="docs/plan.txt", content="the plan: ship in july")
+    report = sync(laptop, server)
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 2
+    assert len(_file_notes(a, "docs/plan.txt")) == 1 and _file_notes(a, "docs/plan.txt") == _file_notes(
+        b, "docs/plan.txt"
+    )
+    conflicts = report.pulled.conflicts + report.pushed.conflicts
+    assert [(c.kind, c.name) for c in conflicts] == [("file", "docs/plan.txt")]
+
+
+def test_a_version_with_a_window_ending_ahead_written_on_one_side_is_settled_like_an_open_one(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use SI units everywhere")
+    a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units until 2035",
+               valid_from="2021-06-01T00:00:00.000Z", valid_to="2035-01-01T00:00:00.000Z")  # fmt: skip
+    b.remember(LOCAL_OWNER, kind="fact", name="units", content="we use imperial units now")
+    sync(laptop, server)
+    assert _versions(a) == _versions(b)
+    assert _current(a, "units") == _current(b, "units")  # each side read the version it wrote last
