@@ -14,7 +14,7 @@ embedder (``AFI_EMBEDDER=hash``) on every side, so the figures are sync's own, n
   with each; nothing new: a sync right after, the median of 5. Each timed in this process around the
   sync call (no CLI start-up), the endpoints made beforehand.
 
-Goals (issue 32): first sync over HTTP >= 5,000 notes/s; incremental 100 changes <= 1 s; nothing new
+Goals: first sync over HTTP >= 5,000 notes/s; incremental 100 changes <= 1 s; nothing new
 <= 100 ms.
 """
 
