@@ -152,6 +152,9 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
                     kept_note = note_of(kept, scope, f"version {note.id}")
                     store.insert_note(scope, kept_note, vector(kept_note))
                     local[kept_note.id] = kept_note
+                    # one version rewritten on both sides: its losing text is kept, and said
+                    lost_name = (mine.name if merged["content"] != ours["content"] else note.name) or note.id
+                    applied.conflicts.append(Conflict(note.kind, lost_name, note.id, kept_note.id))
             if note.name is not None:
                 touched.add((note.kind, note.name))
             if note.kind == "file" and note.path is not None:

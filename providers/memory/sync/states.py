@@ -13,8 +13,9 @@ first, because the rule only compares the states themselves:
 - a loser whose content differs is kept as a retired version of its own (:func:`kept_loser`), with an
   id both stores derive alike, so no text is lost to the merge.
 
-Identity: a version id that names two different notes (another kind or another ``created_at``) is not
-merged: the batch carrying it is refused (:class:`~afi.errors.Conflict`), nothing changes.
+Identity: a version id that names notes of two kinds is not merged: the batch carrying it is refused
+(:class:`~afi.errors.Conflict`), nothing changes. One id written on both sides for one kind (an
+explicit id, given on each machine) is one note written twice: merged, the losing text kept.
 """
 
 from __future__ import annotations
@@ -89,14 +90,14 @@ def _link_key(link: dict[str, Any]) -> tuple[Any, Any]:
 def merge(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
     """Given two states of one version, return the state both stores keep (the same whichever is ours).
 
-    Raises Conflict when the two are different notes under one id (another kind or ``created_at``).
+    Raises Conflict when the two are notes of different kinds under one id.
     """
     if ours == theirs:
         return ours
-    if (ours["kind"], ours["created_at"]) != (theirs["kind"], theirs["created_at"]):
+    if ours["kind"] != theirs["kind"]:
         raise Conflict(
-            f"note id {ours['id']} names two different notes ({ours['kind']} written {ours['created_at']} here, "
-            f"{theirs['kind']} written {theirs['created_at']} on the peer): nothing was merged"
+            f"note id {ours['id']} names two different notes (a {ours['kind']} here, a {theirs['kind']} on the "
+            "peer): nothing was merged"
         )
     winner, loser = (ours, theirs) if _written(ours) >= _written(theirs) else (theirs, ours)
     out = dict(winner)

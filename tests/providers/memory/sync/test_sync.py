@@ -168,11 +168,24 @@ def test_one_version_id_that_names_two_different_notes_is_refused(pair: Pair) ->
     mine = a.remember(LOCAL_OWNER, kind="fact", name="units", content="we use metric units")
     b.remember(LOCAL_OWNER, kind="fact", name="other", content="another note")
     theirs = server.read(since=0, peer="someone").notes[0]
-    forged = {**theirs, "id": mine.id}  # the same id, another note (another created_at)
+    forged = {**theirs, "id": mine.id, "kind": "procedure"}  # the same id, a note of another kind
     before = _versions(a)
     with pytest.raises(Conflict, match="names two different notes"):
         a.sync_apply(LOCAL_OWNER, _batch(server, [forged]), label="server")
     assert _versions(a) == before
+
+
+def test_one_explicit_id_written_on_both_sides_is_one_note_and_keeps_both_texts(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    a.remember(LOCAL_OWNER, kind="fact", id="0000000000aa", name="units", content="we use metric units")
+    b.remember(LOCAL_OWNER, kind="fact", id="0000000000aa", name="units", content="we use imperial units")
+    report = sync(laptop, server)
+    assert _versions(a) == _versions(b) and len(_versions(a)) == 2  # the note and the losing text, retired
+    assert _current(a, "units") == _current(b, "units")
+    conflicts = report.pulled.conflicts + report.pushed.conflicts
+    assert {c.kept for c in conflicts} == {"0000000000aa"} and len({c.retired for c in conflicts}) == 1
+    again = sync(laptop, server)  # nothing blocks the next sync
+    assert again.pulled.notes == again.pushed.notes == 0
 
 
 def _random_op(rng: random.Random, provider: MemoryProvider, names: list[str], log: list[str]) -> None:
