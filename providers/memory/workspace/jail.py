@@ -227,7 +227,10 @@ class FileJail:
             OSError: a component could not be examined (``PermissionError``, ``ENAMETOOLONG``).
         """
         parts = self._parts(relative)
-        os.close(self._open_root())
+        try:
+            os.close(self._open_root())
+        except FileNotFoundError:  # the space's folder is not made yet: nothing below it exists either
+            return Path(self._root_text, *parts)
         # The root is canonical, so the path is its own real path exactly when no existing component
         # below the root is a symlink: one lstat per component, stopping where the path ends on disk.
         current = self._root_text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from afi.errors import InvalidPath
 from afi.model import SearchRequest
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
@@ -145,3 +146,12 @@ def test_reading_a_space_makes_no_folder_and_its_first_write_does(store_url: str
     assert (root / "first-folder" / "notes").is_dir()
     assert provider.list(_caller("first-folder"), "/files").entries[0].path == "/files/notes"
     assert not (root / "idle").exists()
+
+
+def test_a_file_note_in_a_space_whose_folder_is_not_made_yet_is_remembered(tmp_path: Path) -> None:
+    provider = MemoryProvider(tmp_path / "afi.db", tmp_path / "files")
+    owner = Caller(principal="local", space="fresh", scopes=frozenset({"afi:admin"}))
+    note = provider.remember(owner, kind="file", path="docs/plan.txt", content="the plan: ship in june")
+    assert note.path == "docs/plan.txt"  # it was an internal error: the space's folder did not exist yet
+    with pytest.raises(InvalidPath, match=r"'\.\.' is refused"):
+        provider.remember(owner, kind="file", path="../outside.txt", content="no")
