@@ -15,6 +15,9 @@ it (the same N notes each time) and skips the build, whose rate it then does not
 - **resident memory** of that ``afi serve`` process (RSS and PSS) after the searches and 50 semantic
   searches.
 
+``--quick``: 2,000 notes unless ``--notes``; on each engine 50 remembered (else 1,000), 20 recalls (200),
+20 semantic searches (50), 10 exact and 10 regex ones (100 each).
+
 The PostgreSQL server runs durable, with ``shared_buffers`` 2 GB and ``max_wal_size`` 4 GB (``SERVER_SETTINGS``).
 """
 
@@ -85,17 +88,17 @@ def _engine(name: str, db: str, root: Path, n: int, quick: bool, bytes_per_note:
     from tests.support.servers import start_afi_serve
 
     fabric = _fabric(db)
-    fresh = texts(200 if quick else 1000, seed=99)
+    fresh = texts(50 if quick else 1000, seed=99)
     fabric.recall("warm up", top_k=1)
     started = time.perf_counter()
     for text in fresh:
         fabric.remember(kind="fact", content=text)
     remember_rate = len(fresh) / (time.perf_counter() - started)
     rng = random.Random(3)
-    queries = [" ".join(rng.sample(t.split(), 4)) for t in rng.sample(fresh, 50 if quick else 200)]
+    queries = [" ".join(rng.sample(t.split(), 4)) for t in rng.sample(fresh, 20 if quick else 200)]
     recall_p50 = _timed(lambda i: fabric.recall(queries[i % len(queries)], top_k=10), len(queries))
     groups = max(1, n // SHARED)
-    tokens = [f"zq{rng.randrange(groups)}x" for _ in range(30 if quick else 100)]
+    tokens = [f"zq{rng.randrange(groups)}x" for _ in range(10 if quick else 100)]
 
     with start_afi_serve(db, root) as server, httpx.Client(base_url=server.url, timeout=60) as client:
 
@@ -106,7 +109,7 @@ def _engine(name: str, db: str, root: Path, n: int, quick: bool, bytes_per_note:
         search({"query": tokens[0]})  # warm
         exact_p50 = _timed(lambda i: search({"query": tokens[i]}), len(tokens))
         regex_p50 = _timed(lambda i: search({"query": {"regex": tokens[i].replace("x", "[x]")}}), len(tokens))
-        semantic_p50 = _timed(lambda i: search({"query": {"semantic": queries[i]}, "limit": 10}), 50)
+        semantic_p50 = _timed(lambda i: search({"query": {"semantic": queries[i]}, "limit": 10}), min(50, len(queries)))
         assert server.process is not None
         rss, pss = _memory(server.process.pid)
     return {
@@ -152,6 +155,16 @@ def _build_sqlite(db: Path, n: int) -> float:
     return rate
 
 
+def _check_kept(store: Path, n: int) -> None:
+    """Refuse a kept store that holds another number of notes than n (a store not built yet passes)."""
+    if not store.exists():
+        return
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        held = conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+    if held != n:
+        raise SystemExit(f"{store} holds {held:,} notes, not {n:,}: give --notes={held} or another --store")
+
+
 def _kept_store(store: Path, db: Path, n: int) -> float | None:
     """Copy the kept store to db, building it first when absent; return the build's notes/s (None: reused)."""
     rate = None
@@ -162,10 +175,7 @@ def _kept_store(store: Path, db: Path, n: int) -> float | None:
         with contextlib.closing(sqlite3.connect(partial)) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         partial.replace(store)
-    with contextlib.closing(sqlite3.connect(store)) as conn:
-        held = conn.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
-    if held != n:
-        raise SystemExit(f"{store} holds {held:,} notes, not {n:,}: give --notes={held} or another --store")
+    _check_kept(store, n)
     shutil.copyfile(store, db)
     return rate
 
@@ -177,6 +187,8 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
     from tests.support.postgres import Databases, postgres_server
 
     n = notes or (2_000 if quick else DEFAULT_NOTES)
+    if store is not None:
+        _check_kept(store, n)  # before PostgreSQL starts
     with tempfile.TemporaryDirectory() as tmp, postgres_server(settings=SERVER_SETTINGS) as server_url:
         base = Path(tmp)
         sqlite_db, root = base / "afi.db", base / "files"

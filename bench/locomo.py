@@ -35,6 +35,7 @@ __all__ = [
     "cosine_rankings",
     "evaluate",
     "fabric_rankings",
+    "first_turns",
     "load_conversations",
     "recall_at",
     "run",
@@ -97,6 +98,22 @@ def load_conversations(path: Path = DEFAULT_DATA, *, only: Sequence[str] | None 
                 conv.questions.append(Question(qa["question"], evidence, int(qa["category"])))
         conversations.append(conv)
     return conversations
+
+
+def first_turns(conv: Conversation, notes: int) -> Conversation:
+    """Given a conversation, return its first sessions, at most ``notes`` turns in all (the first session
+    whatever its length), and the questions whose evidence lies in them."""
+    sessions: dict[str, list[tuple[str, str]]] = {}
+    for dia_id, text in conv.turns:  # in session order
+        sessions.setdefault(dia_id.split(":", 1)[0], []).append((dia_id, text))
+    kept: list[tuple[str, str]] = []
+    for turns in sessions.values():
+        if kept and len(kept) + len(turns) > notes:
+            break
+        kept += turns
+    ids = {dia_id for dia_id, _ in kept}
+    questions = [q for q in conv.questions if q.evidence <= ids]
+    return Conversation(conv.sample_id, kept, questions, {dia_id: conv.when[dia_id] for dia_id in ids})
 
 
 def recall_at(rankings: Sequence[Ranking], questions: Sequence[Question], ks: Sequence[int] = KS) -> dict[int, float]:
@@ -232,8 +249,10 @@ MINILM_ADJACENT = "fabric minilm + bm25 + adjacency (no dates)"
 MINILM_DATED = "fabric minilm + bm25 + dates (no adjacency)"
 
 
-def run(*, quick: bool = False) -> dict[str, Any]:
-    """Run the LoCoMo benchmark (``quick``: one conversation), print the table, write the JSON; return it.
+def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
+    """Run the LoCoMo benchmark (``quick``: one conversation; ``notes``: each conversation cut to its
+    first sessions of at most that many turns, a turn being a note), print the table, write the JSON;
+    return it.
 
     In one run: BM25 alone, the default fabric (hash embedder + BM25), the fabric with the sentence
     embedder (all-MiniLM-L6-v2 int8 on onnxruntime + BM25), each also as it ranked before the date and
@@ -244,6 +263,8 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     from afi.providers.memory import HashEmbedder
 
     conversations = load_conversations(only=["conv-30"] if quick else None)
+    if notes:
+        conversations = [first_turns(conv, notes) for conv in conversations]
     hash_embedder = HashEmbedder()
     retrievers: dict[str, Retriever] = {
         BM25: bm25_rankings,
@@ -291,6 +312,7 @@ def _run(conversations: list[Conversation], retrievers: dict[str, Retriever], da
     print_table("LoCoMo dev: recall@k (%)", ["retriever", "n", "@1", "@5", "@10", "seconds"], rows)
     payload = {
         "conversations": [c.sample_id for c in conversations],
+        "turns": sum(len(c.turns) for c in conversations),
         "results": results,
         "minilm_texts": len(set(texts)),
         "minilm_embed_seconds": embed_seconds,

@@ -212,21 +212,21 @@ def test_a_connection_over_the_cap_is_answered_503_at_once(tmp_path: Path) -> No
 
 def test_a_body_is_cut_when_it_pauses_longer_than_the_body_timeout(tmp_path: Path) -> None:
     head = b"PUT /afi/write?path=/files/slow.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-    head += b"Content-Length: 6\r\n\r\n"
+    head += b"Content-Length: 4\r\n\r\n"
     with start_afi_serve(tmp_path / "afi.db", tmp_path / "files", "--body-timeout", "1") as server:
         with socket.create_connection(_address(server)) as slow:
             slow.sendall(head)
-            for byte in b"abcdef":  # a pause shorter than the timeout restarts it: 6 x 0.4 s > 1 s in all
+            for byte in b"abcd":  # a pause shorter than the timeout restarts it: 4 x 0.4 s > 1 s in all
                 time.sleep(0.4)
                 slow.sendall(bytes([byte]))
             assert _until_closed(slow, 5).startswith(b"HTTP/1.1 200 ")
         with socket.create_connection(_address(server)) as stalled:
-            stalled.sendall(head + b"abc")
+            stalled.sendall(head + b"ab")
             started = time.monotonic()
             assert _until_closed(stalled, 10) == b""
             assert 0.8 < time.monotonic() - started < 4
         read = httpx.get(server.url + "/afi/read", params={"path": "/files/slow.txt"})
-        assert read.content == b"abcdef"
+        assert read.content == b"abcd"
 
 
 # -- workers ---------------------------------------------------------------------------------

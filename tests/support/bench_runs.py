@@ -40,9 +40,9 @@ def run_module(args: list[str], out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def quick(name: str, out: Path) -> dict[str, Any]:
-    """Run ``python -m bench NAME --quick`` with its results sent to ``out``; return its JSON."""
-    done = run_module(["bench", name, "--quick"], out)
+def quick(name: str, out: Path, *args: str) -> dict[str, Any]:
+    """Run ``python -m bench NAME --quick [ARGS]`` with its results sent to ``out``; return its JSON."""
+    done = run_module(["bench", name, "--quick", *args], out)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads((out / f"{name}.json").read_text())
     return result

@@ -36,6 +36,7 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
         first = result["rows"][0]
         return 8, first["row write ms"], first["file write ms"]
     assert name == "locomo"
+    assert result["conversations"] == ["conv-30"] and result["turns"] == LOCOMO_TURNS
     runs = result["results"]
     pg = "fabric default (hash + bm25) on PostgreSQL" in runs
     assert pg == ("fabric minilm (onnx int8 + bm25) on PostgreSQL" in runs)  # both engines, both embedders
@@ -50,13 +51,18 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
     )
 
 
+# LoCoMo's quick conversation cut to its first 10 sessions (of 19): 190 turns and the 42 questions they
+# answer (of 369 and 81), every retriever still run; half the sentence embedder's texts and notes.
+LOCOMO_TURNS = 190
+
+
 @pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes", "fold"])
 def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
     if name == "remember" and importlib.util.find_spec("agentfs_sdk") is None:
         pytest.skip("remember's baseline is the AgentFS SDK, in the bench extra: pip install -e '.[bench]'")
     if name in ("ledger", "locomo") and not DEFAULT_DATA.exists():
         pytest.skip(f"LoCoMo data not found at {DEFAULT_DATA}")
-    result = quick(name, tmp_path)
+    result = quick(name, tmp_path, *([f"--notes={LOCOMO_TURNS}"] if name == "locomo" else []))
     count, ours, baseline = _expected(name, result)
     pairs = compared(result, count)
     assert same(pairs[0], ours, baseline, rounded=0.006 if name == "workspace_bytes" else 1e-4)

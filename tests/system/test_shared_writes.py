@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -223,34 +224,39 @@ def test_if_match_counters_lose_nothing_across_processes(tmp_path: Path) -> None
     assert all(tally.by_door[door] > 0 for door in ("http", "ssh", "fuse")), dict(tally.by_door)
 
 
-@pytest.mark.parametrize("path", ["/files/appended.txt", "/facts/appended.md"])
-def test_appends_from_two_processes_all_land(tmp_path: Path, path: str) -> None:
-    """An append reads the note or file and writes it back: two processes appending lose no line."""
-    db, root = tmp_path / "afi.db", tmp_path / "files"
-    store = ["--db", str(db), "--root", str(root)]
-    per_writer = 150
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """The URLs of two ``afi serve`` processes over one store (each test appends to a path of its own)."""
+    base = tmp_path_factory.mktemp("two-processes")
+    store = ["--db", str(base / "afi.db"), "--root", str(base / "files")]
     with (
-        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", "--no-mcp", *store], tmp_path / "a") as one,
-        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", "--no-mcp", *store], tmp_path / "b") as two,
+        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", "--no-mcp", *store], base / "a") as one,
+        start_afi(["serve", "--host", "127.0.0.1", "--port", "0", "--no-mcp", *store], base / "b") as two,
     ):
-        urls = [f"http://127.0.0.1:{one['http']}", f"http://127.0.0.1:{two['http']}"]
-        failures: list[str] = []
+        yield [f"http://127.0.0.1:{one['http']}", f"http://127.0.0.1:{two['http']}"]
 
-        def append(url: str, tag: str) -> None:
-            with httpx.Client(base_url=url, timeout=30) as client:
-                for n in range(per_writer):
-                    answer = client.put(
-                        "/afi/write", params={"path": path, "append": "true"}, content=f"{tag}{n}\n".encode()
-                    )
-                    if answer.status_code != 200:
-                        failures.append(f"{tag}{n}: {answer.status_code} {answer.text[:200]}")
 
-        threads = [threading.Thread(target=append, args=(url, tag)) for url, tag in zip(urls, "ab", strict=True)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-        text = httpx.get(f"{urls[0]}/afi/read", params={"path": path}).text
+@pytest.mark.parametrize("path", ["/files/appended.txt", "/facts/appended.md"])
+def test_appends_from_two_processes_all_land(two_processes: list[str], path: str) -> None:
+    """An append reads the note or file and writes it back: two processes appending lose no line."""
+    per_writer = 150
+    failures: list[str] = []
+
+    def append(url: str, tag: str) -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for n in range(per_writer):
+                answer = client.put(
+                    "/afi/write", params={"path": path, "append": "true"}, content=f"{tag}{n}\n".encode()
+                )
+                if answer.status_code != 200:
+                    failures.append(f"{tag}{n}: {answer.status_code} {answer.text[:200]}")
+
+    threads = [threading.Thread(target=append, args=(url, tag)) for url, tag in zip(two_processes, "ab", strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    text = httpx.get(f"{two_processes[0]}/afi/read", params={"path": path}).text
     assert not failures, failures[:5]
     landed = {line for line in text.splitlines() if line[:1] in ("a", "b") and line[1:].isdigit()}
     missing = {f"{tag}{n}" for tag in "ab" for n in range(per_writer)} - landed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -44,10 +45,10 @@ def _clean(watch: Watch) -> None:
     assert watch.offsite == [], watch.offsite
 
 
-@pytest.fixture
-def owner_server(tmp_path: Path) -> Iterator[AfiServer]:
+@contextmanager
+def _owner_server(base: Path) -> Iterator[AfiServer]:
     """A keyless ``afi serve`` (the local owner on loopback) holding a few notes."""
-    with start_afi_serve(tmp_path / "afi.db", tmp_path / "files") as server:
+    with start_afi_serve(base / "afi.db", base / "files") as server:
         with httpx.Client(base_url=server.url) as api:
             for path, body in (("/facts/units.md", UNITS), ("/facts/script.md", SCRIPT),
                                ("/procedures/deploy.md", b"Run the tests, then tag the release.\n")):  # fmt: skip
@@ -56,6 +57,20 @@ def owner_server(tmp_path: Path) -> Iterator[AfiServer]:
             api.post("/ledger/s1/append", json={"messages": [message]}).raise_for_status()
             api.post("/ledger/s1/scope.open", json={"name": "drinks"}).raise_for_status()
             api.post("/ledger/s1/observe", json={"text": "The user prefers tea", "source_entry_ids": ["m1"]})
+        yield server
+
+
+@pytest.fixture
+def owner_server(tmp_path: Path) -> Iterator[AfiServer]:
+    """The seeded server, for a test of its own: one that edits and deletes."""
+    with _owner_server(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def reading_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfiServer]:
+    """The seeded server, shared by the tests that only read it (they change nothing in the store)."""
+    with _owner_server(tmp_path_factory.mktemp("web-reading")) as server:
         yield server
 
 
@@ -146,10 +161,10 @@ def test_browse_edit_conflict_search_delete(
     _clean(watch)
 
 
-def test_reading_needs_no_javascript(browser: Browser, owner_server: AfiServer) -> None:
+def test_reading_needs_no_javascript(browser: Browser, reading_server: AfiServer) -> None:
     watch = Watch()
     page = watched(new_context(browser, watch, javascript=False), watch)
-    page.goto(owner_server.url + "/")
+    page.goto(reading_server.url + "/")
     page.get_by_role("link", name="facts/", exact=True).click()
     page.get_by_role("link", name="units.md").click()
     expect(page.locator("article.content strong")).to_have_text("SI units")
@@ -232,10 +247,10 @@ def test_read_only_key_sees_no_edit_controls_and_forged_writes_are_refused(brows
         _clean(watch)
 
 
-def test_docs_render_their_operations_offline(browser: Browser, owner_server: AfiServer, tmp_path: Path) -> None:
+def test_docs_render_their_operations_offline(browser: Browser, reading_server: AfiServer, tmp_path: Path) -> None:
     watch = Watch()
     page = watched(new_context(browser, watch), watch)
-    page.goto(owner_server.url + "/docs")
+    page.goto(reading_server.url + "/docs")
     expect(page.locator(".opblock").first).to_be_visible()
     assert page.locator(".opblock").count() >= 10
     expect(page.locator(".opblock-summary-path", has_text="/afi/write").first).to_be_visible()
