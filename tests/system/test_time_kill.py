@@ -25,7 +25,7 @@ import pytest
 from afi.clients import LocalClient
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
-from tests.support.cli import AFI
+from tests.support.warm import AFI, AfiPopen
 
 TRIALS = 7
 SEED = 15
@@ -39,8 +39,8 @@ def _env(db: Path, root: Path) -> dict[str, str]:
 
 def _run(args: list[str], db: Path, root: Path, kill_after: float | None = None) -> tuple[int, str, bool]:
     """Run ``afi args``; with ``kill_after``, SIGKILL it then if still running. Returns (code, stderr, killed)."""
-    proc = subprocess.Popen([str(AFI), *args], env=_env(db, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = AfiPopen([str(AFI), *args], env=_env(db, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)  # fmt: skip
     killed = False
     if kill_after is not None:
         try:
