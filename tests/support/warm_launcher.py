@@ -12,6 +12,9 @@ a pidfd of it, and once it has reaped the child, its wait status.
 
 Only start-up is shared. The launcher starts no thread and opens no store before it forks (numpy's
 OpenBLAS stops its thread pool around a fork by itself); what a command builds, it builds in its child.
+It changes no signal disposition, so a child has the interpreter's own (SIGPIPE and SIGXFSZ ignored,
+SIGINT raising KeyboardInterrupt), as an exec'd ``afi`` has; it waits for its children on pidfds, with
+no SIGCHLD handler for a child to inherit.
 """
 
 from __future__ import annotations
