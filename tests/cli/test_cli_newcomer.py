@@ -6,6 +6,7 @@ on a busy port, ``ls``/``cat``, a ``--db`` URL of an engine afi does not speak, 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 
 from afi.auth.keys import KeyStore
 from afi.cli import _register_all, app
+from tests.support import warm
 from tests.support.cli import AFI, afi
 from tests.support.ssh import add_key, keygen
 
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_version_prints_the_installed_version(tmp_path: Path) -> None:
     for flag in ("--version", "-V"):
-        result = afi(flag, db=tmp_path / "afi.db")
+        result = afi(flag, db=tmp_path / "afi.db", cold=True)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == f"afi-memory {metadata.version('afi-memory')}"
 
@@ -120,12 +122,8 @@ def test_ls_and_cat_look_at_the_tree(tmp_path: Path) -> None:
     (tmp_path / "files" / "default").mkdir(parents=True, exist_ok=True)
     (tmp_path / "files" / "default" / "raw.bin").write_bytes(b"\x00\xffbytes\n")
     assert afi("ls", "/files/raw.bin", db=db).stdout == "/files/raw.bin\n"
-    import subprocess
-
-    from tests.support.cli import AFI
-
     env = {"AFI_DB": str(db), "AFI_ROOT": str(tmp_path / "files"), "PATH": "/usr/bin:/bin"}
-    raw = subprocess.run([str(AFI), "cat", "/files/raw.bin"], capture_output=True, env=env, timeout=60, check=False)
+    raw = warm.run([str(AFI), "cat", "/files/raw.bin"], capture_output=True, env=env, timeout=60, check=False)
     assert raw.returncode == 0 and raw.stdout == b"\x00\xffbytes\n"
     missing = afi("cat", "/facts/never.md", db=db)
     assert missing.returncode == 2 and missing.stderr.startswith("afi: /facts/never.md: not_found:")
@@ -136,15 +134,10 @@ def test_ls_and_cat_look_at_the_tree(tmp_path: Path) -> None:
 def test_a_db_url_of_another_engine_is_refused_and_creates_nothing(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    import os
-    import subprocess
-
-    from tests.support.cli import AFI
-
     env = {**os.environ, "AFI_ROOT": str(tmp_path / "files"), "COLUMNS": "200"}
     env.pop("AFI_DB", None)
     for url in ("mysql://user:secret@db.example/memory", "mongodb://localhost/afi"):
-        result = subprocess.run(
+        result = warm.run(
             [str(AFI), "recall", "coffee", "--db", url], capture_output=True, text=True, env=env, cwd=work, timeout=60
         )
         assert result.returncode == 2, result.stderr
@@ -152,7 +145,7 @@ def test_a_db_url_of_another_engine_is_refused_and_creates_nothing(tmp_path: Pat
         assert f"{scheme}:// is not a store afi can open" in result.stderr
         assert "SQLite" in result.stderr and "PostgreSQL" in result.stderr
     assert list(work.iterdir()) == []
-    ok = subprocess.run(
+    ok = warm.run(
         [str(AFI), "remember", "fact", "The user drinks tea.", "--db", "sqlite:///store.db"],
         capture_output=True,
         text=True,

@@ -31,6 +31,7 @@ from afi.providers.memory.fabric.vector_bytes import unpack_vector
 from afi.storage.database import Database, open_database
 from tests.support.cli import AFI, afi
 from tests.support.postgres import Databases
+from tests.support.warm import AfiPopen
 
 OLD, NEW = HashEmbedder(256), HashEmbedder(384)
 SEED = 31
@@ -62,8 +63,8 @@ def _files(db: Path) -> list[bytes]:
 
 
 def _reembed(db: str, root: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(AFI), "db", "reembed", "--embedder", "hash", *args, "--db", db, "--root", str(root)],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return AfiPopen([str(AFI), "db", "reembed", "--embedder", "hash", *args, "--db", db, "--root", str(root)],
+                    env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
 def _floats(value: Any) -> bytes:

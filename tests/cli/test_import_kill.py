@@ -35,8 +35,9 @@ from afi.clients import LocalClient
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
 from afi.storage.database import is_postgres_url
-from tests.support.cli import AFI
+from tests.support import warm
 from tests.support.postgres import Databases
+from tests.support.warm import AFI, AfiPopen
 
 SEED = 29
 State = tuple[Any, ...]
@@ -109,8 +110,8 @@ def _bundle(folder: Path) -> Path:
         for n in range(40):
             client.write(f"/files/dir{n % 4}/file-{n:03}.txt", f"{space} bytes {n}\n".encode() * 20)
     store = ["--db", str(folder / "src.db"), "--root", str(folder / "src-files")]
-    done = subprocess.run([str(AFI), "export", "-o", str(folder / "bundle"), *store], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = warm.run([str(AFI), "export", "-o", str(folder / "bundle"), *store], capture_output=True, text=True,
+                    timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return folder / "bundle"
 
@@ -133,8 +134,8 @@ def _env() -> dict[str, str]:
 
 
 def _afi(args: list[str], db: str, root: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(AFI), *args, "--db", db, "--root", str(root)], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return AfiPopen([str(AFI), *args, "--db", db, "--root", str(root)], env=_env(),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
 def _rows(db: str) -> State:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import AFI
+from tests.support import warm
+from tests.support.warm import AFI
 
 
 def _afi(*args: str, home: Path, root: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -23,8 +24,8 @@ def _afi(*args: str, home: Path, root: Path | None = None) -> subprocess.Complet
         env.pop(name, None)
     if root is not None:
         env["AFI_ROOT"] = str(root)
-    return subprocess.run([str(AFI), *args], capture_output=True, text=True, env=env, timeout=60, check=False,
-                          cwd=home)  # fmt: skip
+    return warm.run([str(AFI), *args], capture_output=True, text=True, env=env, timeout=60, check=False,
+                    cwd=home)  # fmt: skip
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.warm import AfiPopen
+
 MOUNTED = "afi: mounted "
 AFI = [sys.executable, "-c", "from afi.cli import main; main()"]
 
@@ -90,7 +92,7 @@ def afi_mount(mountpoint: Path, db: Path | str, root: Path, *args: str, timeout:
     """Run ``afi mount --foreground`` over ``db``/``root``; yield once mounted; always unmount."""
     mountpoint.mkdir(parents=True, exist_ok=True)
     cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root), "--foreground", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = AfiPopen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     errors: queue.Queue[str] = queue.Queue()
     pumps = [

@@ -33,6 +33,7 @@ PROCESS_HELPERS = frozenset(
         "tests.support.hostile_ssh",
         "tests.support.postgres",
         "tests.support.bench_runs",
+        "tests.support.warm",
     }
 )
 PROCESS_NAMES = frozenset({"start_afi_serve", "afi_mcp_command", "StdioServerParameters", "sync_playwright"})
@@ -74,7 +75,9 @@ class ProcessStarted(AssertionError):
 _guarded: list[str] = []  # the node id of the running test when it may start no process
 
 
-def _refuse(what: str) -> None:
+def refuse_unmarked(what: str) -> None:
+    """Raise :class:`ProcessStarted` when the running test may start no process; ``what`` names the process
+    (the launcher of :mod:`tests.support.warm` forks its children elsewhere, so it asks here itself)."""
     if _guarded:
         raise ProcessStarted(
             f"{_guarded[0]} started a process ({what}) but is not marked `process`: mark it "
@@ -88,11 +91,11 @@ def install_guard() -> None:
     fork = os.fork
 
     def guarded_execute_child(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> Any:
-        _refuse(f"{args!r}"[:200])
+        refuse_unmarked(f"{args!r}"[:200])
         return execute_child(self, args, *rest, **kw)
 
     def guarded_fork() -> int:
-        _refuse("os.fork()")
+        refuse_unmarked("os.fork()")
         return fork()
 
     subprocess.Popen._execute_child = guarded_execute_child  # type: ignore[attr-defined]

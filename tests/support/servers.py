@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from tests.support.warm import AfiPopen
+
 _LISTENING = "afi: listening on "
 
 
@@ -72,7 +74,7 @@ def start_afi_serve(db: Path | str, root: Path, *args: str, timeout: float = 60.
     """Run ``afi serve --port 0`` on 127.0.0.1 over ``db``/``root``; yield it once it answers."""
     cmd = [sys.executable, "-c", "from afi.cli import main; main()", "serve", "--host", "127.0.0.1", "--port", "0"]
     cmd += ["--db", str(db), "--root", str(root), *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = AfiPopen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     errors: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.servers import stop_process
+from tests.support.warm import AfiPopen
 
 OPTS = [
     "-o",
@@ -89,7 +90,7 @@ def start_afi(args: list[str], env_home: Path, *, wait_for: int = 1, timeout: fl
     """Run ``afi <args>``; yield {"ssh": port, "http": port} once it announced ``wait_for`` addresses."""
     env = dict(os.environ, XDG_DATA_HOME=str(env_home))
     cmd = [sys.executable, "-c", "from afi.cli import main; main()", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = AfiPopen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     errors: queue.Queue[str] = queue.Queue()
     readers = [

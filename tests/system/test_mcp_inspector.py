@@ -26,6 +26,7 @@ from playwright.sync_api import sync_playwright
 
 from tests.bindings.http.test_oauth_flow import oauth_server
 from tests.bindings.web.conftest import CHROMIUM
+from tests.support import warm
 from tests.support.servers import AfiServer
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -166,7 +167,7 @@ def test_inspector_logs_in_with_oauth_knowing_only_the_url(server: AfiServer, tm
             proc.kill()
     assert HELLO.strip() in _tool_text(answer)
     # The grant is the owner's to see and revoke.
-    listed = subprocess.run(
+    listed = warm.run(
         [sys.executable, "-c", "from afi.cli import main; main()", "token", "clients", "--db", str(server.db)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ from afi.clients import LocalClient
 from afi.errors import AfiError
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
-from tests.support.cli import AFI
+from tests.support import warm
 from tests.support.servers import start_afi_serve
+from tests.support.warm import AFI
 
 OWNER = Caller(principal="local", space="default")
 SEEDED = 40
@@ -102,8 +102,8 @@ def _view(url: str, at: str) -> dict[str, bytes]:
 
 def _cli(*args: str, db: Path, root: Path) -> dict[str, object]:
     environ = {**os.environ, "AFI_DB": str(db), "AFI_ROOT": str(root), "COLUMNS": "200"}
-    done = subprocess.run([str(AFI), *args, "--json"], capture_output=True, text=True, env=environ, timeout=300,
-                          check=False)  # fmt: skip
+    done = warm.run([str(AFI), *args, "--json"], capture_output=True, text=True, env=environ, timeout=300,
+                    check=False)  # fmt: skip
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 

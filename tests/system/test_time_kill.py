@@ -2,7 +2,8 @@
 ``afi gc``: afterwards the store is untouched or complete, never half-written, and a rerun works.
 
 Each run is the real CLI in its own process, killed at a random moment (seeded, so a failure can be
-replayed) between its start and the time an uninterrupted run of the same command took. After each
+replayed) between the end of its start-up (the time ``afi <command> -h`` takes) and the time an
+uninterrupted run of the same command took. After each
 kill the target is looked at: untouched (then the command is run again, and must finish whole) or
 complete (what the uninterrupted run wrote). Figures: trials per command, kills that landed mid-run,
 failures (zero).
@@ -25,7 +26,7 @@ import pytest
 from afi.clients import LocalClient
 from afi.provider import Caller
 from afi.providers.memory.provider import MemoryProvider
-from tests.support.cli import AFI
+from tests.support.warm import AFI, AfiPopen
 
 TRIALS = 7
 SEED = 15
@@ -39,8 +40,8 @@ def _env(db: Path, root: Path) -> dict[str, str]:
 
 def _run(args: list[str], db: Path, root: Path, kill_after: float | None = None) -> tuple[int, str, bool]:
     """Run ``afi args``; with ``kill_after``, SIGKILL it then if still running. Returns (code, stderr, killed)."""
-    proc = subprocess.Popen([str(AFI), *args], env=_env(db, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    proc = AfiPopen([str(AFI), *args], env=_env(db, root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)  # fmt: skip
     killed = False
     if kill_after is not None:
         try:
@@ -50,6 +51,14 @@ def _run(args: list[str], db: Path, root: Path, kill_after: float | None = None)
             killed = True
     _, err = proc.communicate(timeout=120)
     return proc.returncode, err, killed
+
+
+def _start_up(command: str, db: Path, root: Path) -> float:
+    """Seconds ``afi <command> -h`` takes: a kill before then lands before the command has begun its work."""
+    started = time.monotonic()
+    code, err, _ = _run([command, "-h"], db, root)
+    assert code == 0, err
+    return time.monotonic() - started
 
 
 def _build(db: Path, root: Path) -> None:
@@ -104,6 +113,7 @@ def _trials(tmp_path: Path, name: str, prepare: Callable[[Path], tuple[Path, Pat
     code, err, _ = _run(args, db, root)
     took = time.monotonic() - started
     assert code == 0, err
+    begins = _start_up(args[0], db, root)
     complete = _state(db, root, space)
     assert complete != untouched
     rng = random.Random(SEED)
@@ -111,7 +121,7 @@ def _trials(tmp_path: Path, name: str, prepare: Callable[[Path], tuple[Path, Pat
     landed = 0
     for trial in range(TRIALS):
         db, root = prepare(tmp_path / f"{name}-{trial}")
-        delay = rng.uniform(0.6, took * 0.9)
+        delay = rng.uniform(begins, took * 0.9)
         code, err, killed = _run(args, db, root, kill_after=delay)
         landed += killed
         after = _state(db, root, space)
@@ -127,7 +137,8 @@ def _trials(tmp_path: Path, name: str, prepare: Callable[[Path], tuple[Path, Pat
                             f": {err.strip()[-300:]}")  # fmt: skip
         if _stray(root):
             failures.append(f"trial {trial} (killed at {delay:.2f} s): the rerun left {_stray(root)} in the root")
-    print(f"{name}: {TRIALS} trials, {landed} killed mid-run (a whole run took {took:.1f} s), {len(failures)} failures")
+    print(f"{name}: {TRIALS} trials, {landed} killed mid-run (a whole run took {took:.2f} s, its start-up "
+          f"{begins:.2f} s), {len(failures)} failures")  # fmt: skip
     assert landed >= TRIALS // 3, f"only {landed} of {TRIALS} kills landed mid-run"
     assert failures == [], f"{name}: {TRIALS} trials, {landed} killed mid-run, {len(failures)} failures:\n" + "\n".join(
         failures
@@ -183,13 +194,14 @@ def test_kill_9_during_a_markdown_import(tmp_path: Path) -> None:
     started = time.monotonic()
     assert _run(["import", str(source)], db, root)[0] == 0
     took = time.monotonic() - started
+    begins = _start_up("import", db, root)
     complete = _state(db, root, "default")
     rng = random.Random(SEED)
     failures: list[str] = []
     landed = 0
     for trial in range(TRIALS):
         db, root = fresh(tmp_path / f"md-{trial}")
-        code, err, killed = _run(["import", str(source)], db, root, kill_after=rng.uniform(0.6, took * 0.9))
+        code, err, killed = _run(["import", str(source)], db, root, kill_after=rng.uniform(begins, took * 0.9))
         landed += killed
         code, err, _ = _run(["import", str(source)], db, root)  # resumable: the rerun finishes it
         after = _state(db, root, "default")

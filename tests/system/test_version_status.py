@@ -7,7 +7,6 @@ says current, superseded or expired."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.support import warm
 from tests.support.doors import instant
 from tests.support.servers import start_afi_serve
 
@@ -71,7 +71,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             ids = {"z": _put(server.url, "/facts/z.md", f"---\nvalid_to: '{SCHEDULED_END}'\n---\nzebu until 2099")}
             ids["x1"] = _put(server.url, "/facts/x.md", "first version of x, a zebra")
             monday = instant()
-            made = subprocess.run(
+            made = warm.run(
                 [sys.executable, "-c", "from afi.cli import main; main()", "snapshot", "create", "mid", "--at", monday,
                  "--db", db, "--root", str(base / "files")],
                 capture_output=True, text=True, timeout=60, check=False,

@@ -23,8 +23,9 @@ from afi.storage.pg_vector_form import HNSW_PREFIX
 from afi.storage.postgres import PostgresDatabase
 from afi.storage.postgres_schema import applied_pg_steps, migrate_postgres
 from afi.storage.steps import OLD_NUMBERS, renumbered
-from tests.support.cli import AFI
+from tests.support import warm
 from tests.support.postgres import database_url
+from tests.support.warm import AFI
 
 OLD = Path(__file__).with_name("old_stores")
 
@@ -106,11 +107,9 @@ def _recorded(conn: sqlite3.Connection) -> list[tuple[int, str]]:
 
 
 def _run_afi(*args: str, db: str, root: Path) -> Any:
-    import subprocess
-
     env = {**os.environ, "AFI_DB": db, "AFI_ROOT": str(root), "COLUMNS": "200"}
     env.pop("AFI_SPACE", None)
-    return subprocess.run([str(AFI), *args], capture_output=True, text=True, env=env, timeout=120, check=False)
+    return warm.run([str(AFI), *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
 def test_a_sqlite_store_at_the_old_step_10_is_on_the_one_list_with_its_data(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import warm
 from tests.support.fuse import AFI, afi_mount, needs_fuse
 
 pytestmark = needs_fuse
@@ -110,7 +111,7 @@ def test_a_store_with_keys_mounts_as_its_owner_without_a_token(
     bad = tmp_path / "bad.key"
     bad.write_text("afi_not-a-real-key")
     (tmp_path / "n").mkdir()
-    done = subprocess.run(
+    done = warm.run(
         [*AFI, "mount", str(tmp_path / "n"), "--db", str(db), "--root", str(root), "-f", "--token", str(bad)],
         capture_output=True,
         text=True,
@@ -128,7 +129,7 @@ def test_subtree_mounts_one_folder(store: tuple[Path, Path, dict[str, Path]], tm
         (mount.path / "added.md").write_text("Added through a subtree mount.\n")
         assert "added.md" in os.listdir(mount.path)
     (tmp_path / "m2").mkdir()
-    done = subprocess.run(
+    done = warm.run(
         [
             *AFI,
             "mount",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import warm
 from tests.support.fuse import AFI, afi_mount, needs_fuse, unmount, wait_unmounted
 
 pytestmark = needs_fuse
@@ -31,7 +32,7 @@ def _store(tmp_path: Path) -> tuple[Path, Path]:
 def _mount_cli(mountpoint: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     db, root = _store(tmp_path)
     cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return warm.run(cmd, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -107,7 +108,7 @@ def test_without_foreground_it_returns_once_mounted(tmp_path: Path) -> None:
 
 
 def test_mount_has_help() -> None:
-    done = subprocess.run([*AFI, "mount", "--help"], capture_output=True, text=True, timeout=60)
+    done = warm.run([*AFI, "mount", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0
     for option in ("--ro", "--token", "--subtree", "--foreground", "--db", "--root"):
         assert option in done.stdout

@@ -22,6 +22,7 @@ import pyfuse3
 import pytest
 import trio
 
+from tests.support import warm
 from tests.support.fuse import AFI, Mount, afi_mount, needs_fuse, unmount
 from tests.support.hostile import Tally
 
@@ -337,7 +338,7 @@ def test_a_detached_mount_logs_to_a_file_beside_the_store_and_says_where(
     log = db.with_name("afi.db.mount.log")
     cmd = [*AFI, "mount", str(mountpoint), "--db", str(db), "--root", str(root)]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        done = warm.run(cmd, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and f"logs in {log};" in done.stdout
         assert written(mountpoint, "facts/broken.md", BROKEN) == 0
         deadline = time.monotonic() + 10  # said when the last handle is released, just after close returns

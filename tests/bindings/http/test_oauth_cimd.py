@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import json
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 
 from afi.auth.audit import AuditLog
 from afi.storage.database import open_database
+from tests.support import warm
 from tests.support.cli import afi
 from tests.support.servers import AfiServer
 from tests.support.tls import HttpsServer, Reply, https_server
@@ -251,7 +251,7 @@ def test_serve_refuses_bad_client_metadata_options(tmp_path: Path) -> None:
     cases.append((("--client-metadata-ca", str(tmp_path / "not-pem.pem")), "not a readable PEM file"))
     failures = []
     for args, said in cases:
-        done = subprocess.run(
+        done = warm.run(
             [sys.executable, "-c", "from afi.cli import main; main()", "serve", "--port", "0",
              "--db", str(tmp_path / "afi.db"), "--root", str(tmp_path / "files"), *args],
             capture_output=True, text=True, timeout=60,

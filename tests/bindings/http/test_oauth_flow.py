@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import re
 import secrets
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from afi.auth.audit import AuditLog
 from afi.auth.keys import KeyStore
 from afi.storage.database import open_database
+from tests.support import warm
 from tests.support.mcp import run
 from tests.support.servers import AfiServer, serve_store
 
@@ -202,7 +202,7 @@ def _sdk_flow(server: AfiServer) -> None:
     assert stat(server, storage.tokens.access_token).status_code == 200
     rows = AuditLog(open_database(server.db)).recent(limit=50)
     assert any(r["verb"] == "oauth.grant" and r["result"] == "ok" and r["principal"].startswith("key_") for r in rows)
-    listed = subprocess.run(
+    listed = warm.run(
         [sys.executable, "-c", "from afi.cli import main; main()", "token", "clients", "--db", str(server.db)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -306,7 +306,7 @@ def test_the_cli_revokes_a_grant(server: AfiServer) -> None:
     grants = [g for g in _grants(server.db) if g[0].startswith("grant_")]
     newest = grants[-1][0]
     cli = [sys.executable, "-c", "from afi.cli import main; main()", "token", "revoke", newest, "--db", str(server.db)]
-    assert subprocess.run(cli, capture_output=True, text=True).returncode == 0
+    assert warm.run(cli, capture_output=True, text=True).returncode == 0
     assert stat(server, got["access_token"]).status_code == 401
 
 

@@ -15,6 +15,7 @@ from afi.clients.ssh import SshClient
 from afi.errors import RateLimited
 from tests.support.servers import stop_process
 from tests.support.ssh import OPTS, SshServer, add_key, keygen, ssh_server, start_afi
+from tests.support.warm import AfiPopen
 
 
 def test_a_key_attached_to_an_api_key_acts_as_its_principal(ssh_served: SshServer) -> None:
@@ -141,7 +142,7 @@ def _first_line(args: list[str], home: Path) -> str:
     """Run ``afi <args>`` until it prints its first line; return that line."""
     env = dict(os.environ, XDG_DATA_HOME=str(home))
     cmd = [sys.executable, "-c", "from afi.cli import main; main()", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = AfiPopen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         return proc.stdout.readline()
