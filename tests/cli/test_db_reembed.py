@@ -222,8 +222,8 @@ def test_reembed_has_help(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_kill_9_during_a_reembed_then_a_run_to_the_end(tmp_path: Path) -> None:
     db = str(tmp_path / "afi.db")
-    _seed(db, 1200)
-    _trials(db, tmp_path / "files", 1200, during=KILLS - 1, swap=True)
+    _seed(db, 3000)
+    _trials(db, tmp_path / "files", 3000, during=KILLS - 1, swap=True)
 
 
 def test_kill_9_during_a_reembed_of_a_postgresql_store(tmp_path: Path, postgres_databases: Databases) -> None:
