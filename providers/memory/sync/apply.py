@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
-
 from afi.errors import InvalidPath
 
 from ..bundle.checks import check_note
@@ -30,7 +28,6 @@ from ..fabric.embedders import embedding_text
 from ..fabric.memory import Memory
 from ..fabric.rows import NAMED, file_name
 from ..fabric.types import MemoryNote
-from ..fabric.vector_bytes import unpack_vector
 from .batches import Batch
 from .peers import record_received
 from .states import kept_loser, merge, note_of, state_of
@@ -179,6 +176,10 @@ def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, Any]:
     text is embedded here); InvalidPath for one that is not a vector of this embedder's."""
     if batch.embedder != f"{embedder}:{dims}":
         return {}
+    import numpy as np  # here: the modules a command such as ``afi ls`` imports stay free of numpy
+
+    from ..fabric.vector_bytes import unpack_vector
+
     out: dict[str, Any] = {}
     for note_id, text in batch.vectors.items():
         try:

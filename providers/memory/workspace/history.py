@@ -89,13 +89,14 @@ def _check_version(path: str, sha256: str | None, size: int, at: str, op: str) -
 
 
 def _after_latest(conn: Any, space: str, path: str, at: str) -> str:
-    """``at``, or one millisecond after the path's newest version when that is not earlier: a path's
-    versions get distinct times in the order they were written, so the newest by time is the one on
-    disk, here and on every store it is synced to."""
+    """``at``, or one millisecond later when the path's newest version has that very time: two writes
+    of one path in one millisecond get distinct times in the order they were written, so the newest by
+    time is the one on disk, here and on every store it is synced to. (A version recorded with an
+    earlier time, as a file's bytes kept from before its first write are, keeps it.)"""
     row = conn.execute("SELECT MAX(at) FROM file_versions WHERE space = ? AND path = ?", (space, path)).fetchone()
-    if row is None or row[0] is None or str(row[0]) < at:
+    if row is None or row[0] is None or str(row[0]) != at:
         return at
-    later = datetime.fromisoformat(str(row[0]).replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    later = datetime.fromisoformat(at.replace("Z", "+00:00")) + timedelta(milliseconds=1)
     return later.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
