@@ -268,6 +268,17 @@ class Store(ScopeSideRows):
                 raise MemoryValidationError(f"note {note.id} is not in this scope")
             return seq
 
+    def restate_note(self, scope: Scope, note_id: str) -> int:
+        """Record a change of the note ``note_id`` without changing it (a sync's peers are then sent its
+        state again); return the new seq."""
+        with self.write() as conn:
+            seq = self._bump(conn, scope, note_id, "upsert")
+            conn.execute(
+                "UPDATE notes SET seq = ? WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
+                (seq, *_scope_key(scope), note_id),
+            )
+            return seq
+
     def delete_note(self, scope: Scope, note_id: str, *, origin: str | None = None) -> int:
         """Delete the row with that id from the scope (a forget: the change log keeps a ``delete``);
         return how many rows went (0 or 1)."""

@@ -138,6 +138,11 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
                 ours = state_of(mine)
                 merged = merge(ours, incoming)
                 if merged == ours:
+                    if incoming != ours:
+                        # ours won over the peer's (an older state, or a tie of write times broken by the
+                        # digest, among three stores): say it again, so the peer hears of it at its next
+                        # sync instead of keeping the state it sent
+                        store.restate_note(scope, note.id)
                     continue
                 result = note_of(merged, scope, f"version {note.id}")
                 embedding = vector(result) if merged["content"] != ours["content"] else None
