@@ -19,7 +19,7 @@ from afi.errors import AfiError, InvalidPath
 
 from ..fabric.front_matter import load_front_matter
 from ..fabric.render import _dumper_for
-from ..fabric.rows import NOTE_COLUMNS
+from ..fabric.rows import NOTE_COLUMNS, note_state
 from ..fabric.types import MemoryNote
 from .layout import NOTE_ID
 
@@ -61,14 +61,8 @@ def _split(data: bytes, where: str) -> tuple[dict[str, Any], str]:
 
 def note_to_markdown(note: MemoryNote, order: int) -> bytes:
     """A note version as its bundle file; ``order`` is its place among the space's notes (1 = oldest)."""
-    front: dict[str, Any] = {"order": order}
-    for key in _FIELDS:
-        value = getattr(note, key)
-        if key == "links":
-            value = [link.model_dump(exclude_none=True) for link in value]
-        elif key == "promoted_from" and value is not None:
-            value = value.model_dump()
-        front[key] = value
+    front: dict[str, Any] = {"order": order, **note_state(note)}
+    del front["content"]
     return _document(front, note.content)
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "iso_to_epoch",
     "json_list",
     "note_from_row",
+    "note_state",
     "scope_lock_key",
 ]
 
@@ -90,6 +91,20 @@ def note_from_row(row: Sequence[Any], scope: Scope | None = None) -> MemoryNote:
     if data["promoted_from"] is not None:
         data["promoted_from"] = PromotedFrom(**data["promoted_from"])
     return MemoryNote(**data, scope=scope)
+
+
+def note_state(note: MemoryNote) -> dict[str, Any]:
+    """Given a note, return every stored field (:data:`NOTE_COLUMNS`, in their order) as JSON values: what
+    a bundle's front matter and a sync's batch carry of a version."""
+    state: dict[str, Any] = {}
+    for key in NOTE_COLUMNS:
+        value = getattr(note, key)
+        if key == "links":
+            value = [link.model_dump(exclude_none=True) for link in value]
+        elif key == "promoted_from" and value is not None:
+            value = value.model_dump()
+        state[key] = value
+    return state
 
 
 def _note_values(note: MemoryNote) -> list[Any]:

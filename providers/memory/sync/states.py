@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from afi.errors import Conflict, InvalidPath
 
-from ..fabric.rows import NOTE_COLUMNS
+from ..fabric.rows import NOTE_COLUMNS, note_state
 from ..fabric.types import MemoryNote, Scope
 
 __all__ = ["FIELDS", "digest", "kept_loser", "merge", "note_of", "state_of"]
@@ -39,15 +39,7 @@ _UNIONS = ("tags", "keywords", "source_entry_ids")
 
 def state_of(note: MemoryNote) -> dict[str, Any]:
     """Given a stored note, return its state: every stored field as JSON values."""
-    state: dict[str, Any] = {}
-    for key in FIELDS:
-        value = getattr(note, key)
-        if key == "links":
-            value = [link.model_dump(exclude_none=True) for link in value]
-        elif key == "promoted_from" and value is not None:
-            value = value.model_dump()
-        state[key] = value
-    return state
+    return note_state(note)
 
 
 def note_of(state: Any, scope: Scope, where: str) -> MemoryNote:
