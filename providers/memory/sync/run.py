@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from afi.errors import Conflict as Refused
 from afi.provider import Caller
@@ -162,28 +162,45 @@ def sync(local: Endpoint, remote: Endpoint, *, pull: bool = True, push: bool = T
     return report
 
 
+class _Batch(Protocol):
+    upto: int
+    more: bool
+
+
+B = TypeVar("B", bound=_Batch)
+R = TypeVar("R")
+
+
 def _one_way(source: Endpoint, source_id: str, target: Endpoint, target_id: str, traffic: Traffic, dry_run: bool,
              progress: Callable[[Traffic], None] | None) -> None:  # fmt: skip
     """The notes first (a file note arrives with or before its file), then the files."""
-    since = target.received(source_id)
-    while True:
-        batch = source.read(since=since, peer=target_id)
-        if batch.upto <= since and not batch.notes and not batch.forgotten:
-            break
-        traffic.add(batch, None if dry_run else target.apply(batch, label=source.label))
-        if progress is not None:
-            progress(traffic)
-        since = batch.upto
-        if not batch.more:
-            break
-    since = target.received_files(source_id)
-    while True:
-        files = source.read_files(since=since, peer=target_id)
-        if files.upto <= since and not files.versions:
-            return
-        traffic.add_files(files, None if dry_run else target.apply_files(files, label=source.label))
-        if progress is not None:
-            progress(traffic)
-        since = files.upto
-        if not files.more:
-            return
+    steps = _Steps(source_id, target_id, source.label, dry_run, traffic, progress)
+    steps.drain(target.received, source.read, target.apply, traffic.add, lambda b: bool(b.notes or b.forgotten))
+    steps.drain(target.received_files, source.read_files, target.apply_files, traffic.add_files,
+                lambda b: bool(b.versions))  # fmt: skip
+
+
+@dataclass
+class _Steps:
+    """One direction of a sync, one stream at a time: batches read and applied until none is left."""
+
+    source_id: str
+    target_id: str
+    label: str
+    dry_run: bool
+    traffic: Traffic
+    progress: Callable[[Traffic], None] | None
+
+    def drain(self, received: Callable[[str], int], read: Callable[..., B], apply: Callable[..., R],
+              count: Callable[[B, R | None], None], holds: Callable[[B], bool]) -> None:  # fmt: skip
+        since = received(self.source_id)
+        while True:
+            batch = read(since=since, peer=self.target_id)
+            if batch.upto <= since and not holds(batch):
+                return
+            count(batch, None if self.dry_run else apply(batch, label=self.label))
+            if self.progress is not None:
+                self.progress(self.traffic)
+            since = batch.upto
+            if not batch.more:
+                return
