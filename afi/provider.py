@@ -161,6 +161,28 @@ class SyncProvider(Protocol):
         disk; the result's ``to_json()`` says what changed."""
         ...
 
+    def sync_ledger_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
+        """A batch of the caller's space's ledger entries after ``since`` for ``peer``, as JSON."""
+        ...
+
+    def sync_received_ledger(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s ledger entries to the caller's space."""
+        ...
+
+    def sync_apply_ledger(self, caller: Caller, batch: Any, *, label: str) -> Any:
+        """Add a peer's ledger entries (the batch's JSON) to the caller's space; the result's
+        ``to_json()`` says what changed."""
+        ...
+
+    def sync_state(self, caller: Caller) -> dict[str, Any]:
+        """The caller's space's working blocks and snapshots (kept and deleted), as JSON."""
+        ...
+
+    def sync_apply_state(self, caller: Caller, state: Any) -> Any:
+        """Merge a peer's working blocks and snapshots (the state's JSON) into the caller's space; the
+        result's ``to_json()`` says what changed."""
+        ...
+
     def sync_status(self, caller: Caller) -> list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first: ``store`` (its id),
         ``label`` (where it was reached), ``synced_at``, ``received`` (its last change applied here)."""

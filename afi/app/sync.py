@@ -76,15 +76,38 @@ class _HttpEndpoint:
     def read_files(self, *, since: int, peer: str) -> Any:
         from afi.providers.memory.sync import FileBatch
 
-        return FileBatch.from_json(self.client.sync_file_changes(since=since, peer=peer))
+        return FileBatch.from_json(self.client.sync_changes(since=since, peer=peer, stream="files"))
 
     def received_files(self, peer: str) -> int:
-        return self.client.sync_received_files(peer)
+        return self.client.sync_received(peer, stream="files")
 
     def apply_files(self, batch: Any, *, label: str) -> Any:
         from afi.providers.memory.sync import FilesApplied
 
-        return FilesApplied.from_json(self.client.sync_apply_files(batch.to_json(), label=self.here))
+        return FilesApplied.from_json(self.client.sync_apply(batch.to_json(), label=self.here, stream="files"))
+
+    def read_ledger(self, *, since: int, peer: str) -> Any:
+        from afi.providers.memory.sync import LedgerBatch
+
+        return LedgerBatch.from_json(self.client.sync_changes(since=since, peer=peer, stream="ledger"))
+
+    def received_ledger(self, peer: str) -> int:
+        return self.client.sync_received(peer, stream="ledger")
+
+    def apply_ledger(self, batch: Any, *, label: str) -> Any:
+        from afi.providers.memory.sync import LedgerApplied
+
+        return LedgerApplied.from_json(self.client.sync_apply(batch.to_json(), label=self.here, stream="ledger"))
+
+    def read_state(self) -> Any:
+        from afi.providers.memory.sync import SpaceState
+
+        return SpaceState.from_json(self.client.sync_state())
+
+    def apply_state(self, state: Any) -> Any:
+        from afi.providers.memory.sync import StateApplied
+
+        return StateApplied.from_json(self.client.sync_apply_state(state.to_json()))
 
 
 def peers_of(db: Path | str, root: Path, space: str | None = None) -> list[Any]:

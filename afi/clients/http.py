@@ -26,6 +26,9 @@ from .base import search_body
 
 __all__ = ["HttpClient"]
 
+# where each stream of a sync is served (bindings/http/sync.py)
+_SYNC_STREAMS = {"notes": "/sync", "files": "/sync/files", "ledger": "/sync/ledger"}
+
 
 def _flag(value: bool) -> str:
     return "true" if value else "false"
@@ -83,32 +86,31 @@ class HttpClient:
         """The server's store id."""
         return str(self._send("GET", "/sync/store").json()["store"])
 
-    def sync_changes(self, *, since: int, peer: str) -> dict[str, Any]:
-        """A batch of the space's changes after ``since`` for the store ``peer``, as the server sends it."""
-        data: dict[str, Any] = self._send("GET", "/sync/changes", params={"since": since, "peer": peer}).json()
+    def sync_changes(self, *, since: int, peer: str, stream: str = "notes") -> dict[str, Any]:
+        """A batch of the space's changes of ``stream`` (notes, files, ledger) after ``since`` for the
+        store ``peer``, as the server sends it."""
+        params = {"since": since, "peer": peer}
+        data: dict[str, Any] = self._send("GET", f"{_SYNC_STREAMS[stream]}/changes", params=params).json()
         return data
 
-    def sync_received(self, peer: str) -> int:
-        """How far the server has applied ``peer``'s changes to the space."""
-        return int(self._send("GET", "/sync/received", params={"peer": peer}).json()["received"])
+    def sync_received(self, peer: str, *, stream: str = "notes") -> int:
+        """How far the server has applied ``peer``'s changes of ``stream`` to the space."""
+        return int(self._send("GET", f"{_SYNC_STREAMS[stream]}/received", params={"peer": peer}).json()["received"])
 
-    def sync_apply(self, batch: dict[str, Any], *, label: str) -> dict[str, Any]:
-        """Have the server apply a batch to the space; return its report."""
-        data: dict[str, Any] = self._send("POST", "/sync/apply", params={"label": label}, json=batch).json()
+    def sync_apply(self, batch: dict[str, Any], *, label: str, stream: str = "notes") -> dict[str, Any]:
+        """Have the server apply a batch of ``stream`` to the space; return its report."""
+        path = f"{_SYNC_STREAMS[stream]}/apply"
+        data: dict[str, Any] = self._send("POST", path, params={"label": label}, json=batch).json()
         return data
 
-    def sync_file_changes(self, *, since: int, peer: str) -> dict[str, Any]:
-        """A batch of the space's file versions after ``since`` for ``peer``, as the server sends it."""
-        data: dict[str, Any] = self._send("GET", "/sync/files/changes", params={"since": since, "peer": peer}).json()
+    def sync_state(self) -> dict[str, Any]:
+        """The space's working blocks and snapshots, as the server sends them."""
+        data: dict[str, Any] = self._send("GET", "/sync/state").json()
         return data
 
-    def sync_received_files(self, peer: str) -> int:
-        """How far the server has applied ``peer``'s file versions to the space."""
-        return int(self._send("GET", "/sync/files/received", params={"peer": peer}).json()["received"])
-
-    def sync_apply_files(self, batch: dict[str, Any], *, label: str) -> dict[str, Any]:
-        """Have the server add a batch of file versions to the space; return its report."""
-        data: dict[str, Any] = self._send("POST", "/sync/files/apply", params={"label": label}, json=batch).json()
+    def sync_apply_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Have the server merge a state of blocks and snapshots into the space; return its report."""
+        data: dict[str, Any] = self._send("POST", "/sync/state", json=state).json()
         return data
 
     def manifest(self) -> Manifest:

@@ -27,13 +27,17 @@ def _n(count: int, what: str) -> str:
 def _said(direction: str, traffic: Any, dry_run: bool) -> str:
     sent = (f"{_n(traffic.notes, 'version')}, {_n(traffic.forgotten, 'forget')} and "
             f"{_n(traffic.file_versions, 'file version')}")  # fmt: skip
+    if traffic.ledger_entries:
+        sent += f" and {traffic.ledger_entries} ledger {'entry' if traffic.ledger_entries == 1 else 'entries'}"
     if dry_run:
         return f"{direction}: would send {sent}"
-    if not traffic.batches:
+    if not traffic.batches and not traffic.blocks and not traffic.snapshots:
         return f"{direction}: nothing new"
     notes = f"{traffic.inserted} new, {traffic.merged} merged, {traffic.deleted} forgotten"
     files = f"{_n(traffic.files_written, 'file')} written, {traffic.files_removed} removed"
     said = f"{direction}: {sent} in {_n(traffic.batches, 'batch')}: {notes}; {files}"
+    if traffic.blocks or traffic.snapshots:
+        said += f"; {_n(traffic.blocks, 'working block')} and {_n(traffic.snapshots, 'snapshot')} changed"
     if traffic.unkept:
         said += f"; {_n(len(traffic.unkept), 'file')} left as it was (its newest bytes were never kept)"
     return said
@@ -79,6 +83,9 @@ def sync(
             f"{conflict.retired} is kept in /history/{conflict.retired}.md",
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
+    for kept in report.pulled.kept_aside + report.pushed.kept_aside:
+        stderr().print(f"conflict: written on both sides; the other side's is kept as {kept}",
+                       highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
 def _as_json(report: Any) -> dict[str, Any]:
@@ -87,7 +94,9 @@ def _as_json(report: Any) -> dict[str, Any]:
                 "inserted": traffic.inserted, "merged": traffic.merged, "deleted": traffic.deleted,
                 "conflicts": [vars(c) for c in traffic.conflicts], "file_versions": traffic.file_versions,
                 "files_written": traffic.files_written, "files_removed": traffic.files_removed,
-                "files_unkept": traffic.unkept}  # fmt: skip
+                "files_unkept": traffic.unkept, "ledger_entries": traffic.ledger_entries,
+                "sessions": traffic.sessions, "working_blocks": traffic.blocks, "snapshots": traffic.snapshots,
+                "kept_aside": traffic.kept_aside}  # fmt: skip
 
     return {"dry_run": report.dry_run, "pull": side(report.pulled), "push": side(report.pushed)}
 

@@ -33,6 +33,7 @@ __all__ = [
     "oauth",
     "snapshots",
     "sync",
+    "sync_ledger",
     "workspace_charged",
 ]
 
@@ -250,4 +251,12 @@ ALTER TABLE file_versions ADD COLUMN origin text;
 CREATE INDEX note_changes_note ON note_changes (tenant_id, resource_id, thread_id, note_id);
 CREATE TABLE sync_peers (space {T} NOT NULL, peer {T} NOT NULL, label {T} NOT NULL, received bigint NOT NULL,
     received_files bigint NOT NULL DEFAULT 0, synced_at {T} NOT NULL, PRIMARY KEY (space, peer));
+""")
+sync_ledger = _sql("""
+ALTER TABLE ledger_entries ADD COLUMN clock bigint;
+UPDATE ledger_entries SET clock = pos + 1;
+ALTER TABLE ledger_entries ADD COLUMN origin text;
+ALTER TABLE sync_peers ADD COLUMN received_ledger bigint NOT NULL DEFAULT 0;
+CREATE TABLE snapshot_drops (space {T} NOT NULL, name {T} NOT NULL, at {T} NOT NULL, created_at {T} NOT NULL,
+    dropped_at {T} NOT NULL, PRIMARY KEY (space, name, at, created_at));
 """)

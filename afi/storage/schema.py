@@ -365,3 +365,25 @@ def sync(db: sqlite_utils.Database) -> None:
         "CREATE INDEX IF NOT EXISTS note_changes_note ON note_changes (tenant_id, resource_id, thread_id, note_id)"
     )
     db.execute(SYNC_PEERS)
+
+
+SNAPSHOT_DROPS = (
+    "CREATE TABLE IF NOT EXISTS snapshot_drops (space TEXT NOT NULL, name TEXT NOT NULL, at TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, dropped_at TEXT NOT NULL, PRIMARY KEY (space, name, at, created_at))"
+)
+
+
+def sync_ledger(db: sqlite_utils.Database) -> None:
+    """What syncing the rest of a space needs: each ledger entry's place in its session's merged order
+    (``clock``: a local append gets the session's highest plus one, an entry from a peer keeps its own,
+    and a session reads in (clock, entry id) order), where an entry came from, how far each peer's
+    ledger is applied, and the snapshots deleted (so a peer's copy is not brought back)."""
+    columns = db["ledger_entries"].columns_dict
+    if "clock" not in columns:
+        db.execute("ALTER TABLE ledger_entries ADD COLUMN clock INTEGER")
+        db.execute("UPDATE ledger_entries SET clock = pos + 1")
+    if "origin" not in columns:
+        db.execute("ALTER TABLE ledger_entries ADD COLUMN origin TEXT")
+    if "received_ledger" not in db["sync_peers"].columns_dict:
+        db.execute("ALTER TABLE sync_peers ADD COLUMN received_ledger INTEGER NOT NULL DEFAULT 0")
+    db.execute(SNAPSHOT_DROPS)

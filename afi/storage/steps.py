@@ -46,6 +46,7 @@ STEPS: tuple[Step, ...] = (
     Step(12, "workspace of older stores", lite.workspace_of_older_stores, None),
     Step(13, "workspace charged bytes", lite.workspace_charged, pg.workspace_charged),
     Step(14, "sync", lite.sync, pg.sync),
+    Step(15, "sync ledger and snapshots", lite.sync_ledger, pg.sync_ledger),
 )
 LATEST = len(STEPS)
 WORKSPACE_STEP = 12  # from this step on, a SQLite store records the per-user workspace it used before

@@ -14,6 +14,7 @@ from afi.errors import Conflict, InvalidPath
 from afi.storage.database import Database
 
 from .fabric.clock import scope_now
+from .fabric.rows import iso_now
 from .fabric.types import Scope
 
 __all__ = ["SNAPSHOT_NAME", "Snapshot", "Snapshots"]
@@ -79,6 +80,12 @@ class Snapshots:
     def delete(self, name: str) -> bool:
         """Drop a snapshot (the notes it showed stay as they are); False when there was none."""
         with self._db.transaction() as conn:
-            gone = conn.execute("DELETE FROM snapshots WHERE space = ? AND name = ? RETURNING name",
+            gone = conn.execute("DELETE FROM snapshots WHERE space = ? AND name = ? RETURNING at, created_at",
                                 (self.space, name)).fetchone()  # fmt: skip
+            if gone is not None:  # kept, so a sync does not bring a peer's copy back
+                conn.execute(
+                    "INSERT INTO snapshot_drops (space, name, at, created_at, dropped_at) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (space, name, at, created_at) DO NOTHING",
+                    (self.space, name, gone[0], gone[1], iso_now()),
+                )
         return gone is not None

@@ -22,7 +22,9 @@ from afi.storage.database import Database
 from .sync.apply import Applied, apply_batch
 from .sync.batches import MAX_BATCH_CHANGES, Batch, read_batch
 from .sync.files import FileBatch, FilesApplied, apply_file_batch, check_out, read_file_batch
+from .sync.ledger import LedgerApplied, LedgerBatch, apply_ledger_batch, read_ledger_batch
 from .sync.peers import Peer, peers, received, store_id
+from .sync.space_state import SpaceState, StateApplied, apply_space_state, read_space_state
 
 if TYPE_CHECKING:
     from .spaces import Space
@@ -117,6 +119,58 @@ class SyncVerbs:
         applied = self._audited(caller, "sync", "/", run)
         with self._write_locks.hold(caller.space):
             return check_out(space, caller.space, applied)
+
+    def sync_read_ledger(self, caller: Caller, *, since: int, peer: str) -> LedgerBatch:
+        """The caller's space's ledger entries after ``since`` for ``peer`` (leaving out what came from it)."""
+        caller.require("afi:admin", path="/")
+        return read_ledger_batch(self._db, store=self.store_id(), space=caller.space, since=since, peer=peer)
+
+    def sync_ledger_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
+        """:meth:`sync_read_ledger` as JSON (what a door sends)."""
+        return self.sync_read_ledger(caller, since=since, peer=peer).to_json()
+
+    def sync_received_ledger(self, caller: Caller, peer: str) -> int:
+        """How far this store has applied ``peer``'s ledger entries to the caller's space."""
+        caller.require("afi:admin", path="/")
+        with self._db.read() as conn:
+            return received(conn, caller.space, peer, stream="ledger")
+
+    def sync_apply_ledger(self, caller: Caller, batch: LedgerBatch | Mapping[str, Any], *,
+                          label: str) -> LedgerApplied:  # fmt: skip
+        """Add a peer's ledger entries to the caller's space in one transaction, audited."""
+
+        def run() -> LedgerApplied:
+            caller.require("afi:admin", path="/")
+            checked = batch if isinstance(batch, LedgerBatch) else LedgerBatch.from_json(batch)
+            if checked.space != caller.space:
+                raise InvalidPath(f"the batch holds entries of space {checked.space!r}, not of {caller.space!r}")
+            with self._db.transaction() as conn:
+                return apply_ledger_batch(self._db, conn, checked, space=caller.space, label=label)
+
+        return self._audited(caller, "sync", "/", run)
+
+    def sync_read_state(self, caller: Caller) -> SpaceState:
+        """The caller's space's working blocks and snapshots, as a sync sends them."""
+        caller.require("afi:admin", path="/")
+        return read_space_state(self._db, store=self.store_id(), space=caller.space)
+
+    def sync_state(self, caller: Caller) -> dict[str, Any]:
+        """:meth:`sync_read_state` as JSON (what a door sends)."""
+        return self.sync_read_state(caller).to_json()
+
+    def sync_apply_state(self, caller: Caller, state: SpaceState | Mapping[str, Any]) -> StateApplied:
+        """Merge a peer's working blocks and snapshots into the caller's space (one transaction under
+        its write lock, audited)."""
+
+        def run() -> StateApplied:
+            caller.require("afi:admin", path="/")
+            checked = state if isinstance(state, SpaceState) else SpaceState.from_json(state)
+            if checked.space != caller.space:
+                raise InvalidPath(f"the state is of space {checked.space!r}, not of {caller.space!r}")
+            with self._db.transaction() as conn:
+                return apply_space_state(conn, checked, space=caller.space)
+
+        return self._audited(caller, "sync", "/", run)
 
     def sync_status(self, caller: Caller) -> builtins.list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first (needs afi:admin)."""

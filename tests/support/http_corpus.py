@@ -31,7 +31,7 @@ SEED = 11
 FILE = "/files/bait.txt"
 GET_ROUTES = ["/afi/stat", "/afi/list", "/afi/read"]
 JSON_ROUTES = ["/afi/mkdir", "/afi/move", "/afi/search", "/ledger/s1/append", "/ledger/s1/observe"]
-JSON_ROUTES += ["/notes/remember", "/sync/apply"]
+JSON_ROUTES += ["/notes/remember", "/sync/apply", "/sync/ledger/apply", "/sync/state"]
 
 
 @dataclass(frozen=True)
@@ -233,11 +233,47 @@ def _sync_cases(rng: random.Random) -> Iterator[Case]:
         for wrong in [*WRONG_TYPES, *HOSTILE_INTS[:4], hostile_text(rng)]:
             body = _json({**batch, "notes": [], field: wrong})
             yield Case(f"sync:batch.{field}={wrong!r:.30}", _request("POST", "/sync/apply", body=body))
+    yield from _sync_rest_cases(rng)
     for value in JUNK_NUMBERS:
         yield Case(f"sync:since={value!r:.20}", _request("GET", f"/sync/changes?peer=p&since={_q(value)}"))
+        yield Case(
+            f"sync:ledger.since={value!r:.20}", _request("GET", f"/sync/ledger/changes?peer=p&since={_q(value)}")
+        )
     for peer in ["", "x" * 65, "%00", "%ff", "a&since=1"]:
         yield Case(f"sync:peer={peer!r:.20}", _request("GET", f"/sync/changes?peer={peer}"))
         yield Case(f"sync:received.peer={peer!r:.20}", _request("GET", f"/sync/received?peer={peer}"))
+
+
+SYNC_ENTRY: dict[str, Any] = {
+    "session": "s1", "session_created_at": "2026-01-01T00:00:00.000Z", "entry_id": "e1", "type": "message",
+    "role": "user", "text": "from a peer", "timestamp": "2026-01-01T00:00:01.000Z", "ref": None, "data": {}, "clock": 1,
+}  # fmt: skip
+SYNC_SPACE_STATE: dict[str, Any] = {"store": "a" * 32, "space": "default", "version": 1, "blocks": {},
+                                    "snapshots": [], "dropped": []}  # fmt: skip
+
+
+def _sync_rest_cases(rng: random.Random) -> Iterator[Case]:
+    """A peer's ledger entries and its blocks and snapshots, each field given wrong."""
+    batch = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False}
+    wrongs = [*WRONG_TYPES, *HOSTILE_INTS[:4], hostile_text(rng), hostile_path(rng), "2999-01-01T00:00:00.000Z"]
+    for field in [*SYNC_ENTRY, "nope"]:
+        for wrong in wrongs:
+            body = _json({**batch, "entries": [{**SYNC_ENTRY, field: wrong}]})
+            yield Case(f"sync:ledger.{field}={wrong!r:.40}", _request("POST", "/sync/ledger/apply", body=body))
+    block = {"content": "plan", "created_at": "2026-01-01T00:00:00.000Z", "updated_at": "2026-01-01T00:00:00.000Z"}
+    snapshot = {"name": "s", "at": "2026-01-01T00:00:00.000Z", "created_at": "2026-01-01T00:00:00.000Z"}
+    for field in [*block, "seen", "id", "nope"]:
+        for wrong in wrongs:
+            body = _json({**SYNC_SPACE_STATE, "blocks": {"plan": {**block, field: wrong}}})
+            yield Case(f"sync:block.{field}={wrong!r:.40}", _request("POST", "/sync/state", body=body))
+    for field in [*snapshot, "nope"]:
+        for wrong in wrongs:
+            body = _json({**SYNC_SPACE_STATE, "snapshots": [{**snapshot, field: wrong}]})
+            yield Case(f"sync:snapshot.{field}={wrong!r:.40}", _request("POST", "/sync/state", body=body))
+    for field in SYNC_SPACE_STATE:
+        for wrong in [*WRONG_TYPES, *HOSTILE_INTS[:4], hostile_text(rng)]:
+            body = _json({**SYNC_SPACE_STATE, field: wrong})
+            yield Case(f"sync:state.{field}={wrong!r:.30}", _request("POST", "/sync/state", body=body))
 
 
 JUNK_NUMBERS: list[Any] = [*HOSTILE_INTS, "abc", "", "1e3", "0x10", "1.5", "-0", "+5", " 7", "9" * 5000, "١٢", "NaN"]

@@ -177,10 +177,10 @@ def _ledger(database: Database, conn: Connection, name: str, data: SpaceData) ->
         messages = []
         for e in session.entries:
             seq = conn.execute(
-                "INSERT INTO ledger_entries (session_key, pos, mpos, entry_id, type, role, text, timestamp, ref, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-                (key, e["pos"], e["mpos"], e["entry_id"], e["type"], e["role"], e["text"], e["timestamp"], e["ref"],
-                 json.dumps(e["data"])),
+                "INSERT INTO ledger_entries (session_key, pos, mpos, clock, entry_id, type, role, text, timestamp, "
+                "ref, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+                (key, e["pos"], e["mpos"], e["pos"] + 1, e["entry_id"], e["type"], e["role"], e["text"],
+                 e["timestamp"], e["ref"], json.dumps(e["data"])),
             ).fetchone()[0]  # fmt: skip
             if e["type"] == "message":
                 messages.append((int(seq), f"s{key}", str(e["text"])))

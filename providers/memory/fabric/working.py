@@ -7,6 +7,7 @@ again and retries, so two concurrent appenders never lose each other's text.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +17,22 @@ from .memory import Memory
 from .store import iso_now
 from .types import MemoryNote
 
-__all__ = ["BLOCK_LABEL", "append_block", "block_id", "check_label", "read_blocks", "set_block", "tombstone_block"]
+__all__ = [
+    "BLOCK_LABEL",
+    "append_block",
+    "block_digest",
+    "block_id",
+    "check_label",
+    "merged_seen",
+    "read_blocks",
+    "set_block",
+    "tombstone_block",
+]
 
 BLOCK_LABEL = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _KEY = "_fabric"
 _RETRIES = 64
+_SEEN = 64  # digests of earlier states a block remembers (a sync tells an edit from a conflict by them)
 
 
 def check_label(block: Any) -> str:
@@ -33,6 +45,18 @@ def check_label(block: Any) -> str:
 def block_id(block: str) -> str:
     """Given a label, return its stable 12-hex note id."""
     return hashlib.sha256(f"fabric\x00working\x00{block}".encode()).hexdigest()[:12]
+
+
+def block_digest(raw: dict[str, Any]) -> str:
+    """A block state's digest (16 hex digits): its text, times and importance, not what it has seen."""
+    fields = {k: raw.get(k) for k in ("content", "created_at", "updated_at", "forgotten_at", "importance")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def merged_seen(*states: dict[str, Any], extra: str | None = None) -> list[str]:
+    """The digests the states have seen, and ``extra``: one sorted list, at most :data:`_SEEN` long."""
+    seen = {d for state in states for d in state.get("seen", []) if isinstance(d, str)}
+    return sorted(seen | ({extra} if extra else set()))[-_SEEN:]
 
 
 def _blocks_of(value: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +110,9 @@ def _update(
         updated = change(current if isinstance(current, dict) else None)
         if updated is None:
             return None, version
+        if isinstance(current, dict):  # the state it replaces, so a sync reads this as its successor
+            seen = [d for d in current.get("seen", []) if isinstance(d, str)] + [block_digest(current)]
+            updated = {**updated, "seen": seen[-_SEEN:]}
         blocks[label] = updated
         raw_fabric = value.get(_KEY)
         fabric: dict[str, Any] = raw_fabric if isinstance(raw_fabric, dict) else {}

@@ -123,7 +123,7 @@ class LedgerSession:
         out: list[LedgerEntry] = []
         with self._writing() as conn:
             existing = self._existing(conn, ids)
-            pos, mpos = self._next(conn)
+            pos, mpos, clock = self._next(conn)
             seqs = iter(self._seqs(conn, sum(1 for m in batch if m[0] not in existing)))
             rows, fts = [], []
             for entry_id, role, text, stamp in batch:
@@ -136,14 +136,14 @@ class LedgerSession:
                 seq = next(seqs)
                 # system messages stay on the branch but are not pages of the conversation
                 ordinal = mpos if role != "system" else None
-                rows.append((seq, self.key, pos, ordinal, entry_id, "message", role, text, stamp, None, "{}"))
+                rows.append((seq, self.key, pos, ordinal, clock, entry_id, "message", role, text, stamp, None, "{}"))
                 fts.append((seq, f"s{self.key}", text))
                 out.append(LedgerEntry(id=entry_id, type="message", role=role, text=text, timestamp=stamp,
                                        position=pos))  # fmt: skip
-                pos, mpos = pos + 1, mpos + (ordinal is not None)
+                pos, mpos, clock = pos + 1, mpos + (ordinal is not None), clock + 1
             if rows:
-                conn.executemany(f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
-                                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
+                conn.executemany(f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, clock, {_INSERT_COLUMNS}) "
+                                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)  # fmt: skip
                 index_messages(self.ledger.database, conn, fts)
         return out
 
@@ -259,12 +259,14 @@ class LedgerSession:
             found.update((row[0], _entry(row)) for row in rows)
         return found
 
-    def _next(self, conn: Connection) -> tuple[int, int]:
-        pos, mpos = conn.execute(
-            "SELECT COALESCE(MAX(pos), -1) + 1, COALESCE(MAX(mpos), -1) + 1 FROM ledger_entries WHERE session_key = ?",
+    def _next(self, conn: Connection) -> tuple[int, int, int]:
+        """The next entry's position, message ordinal and clock (after every entry a sync brought)."""
+        pos, mpos, clock = conn.execute(
+            "SELECT COALESCE(MAX(pos), -1) + 1, COALESCE(MAX(mpos), -1) + 1, COALESCE(MAX(clock), 0) + 1 "
+            "FROM ledger_entries WHERE session_key = ?",
             (self.key,),
         ).fetchone()
-        return int(pos), int(mpos)
+        return int(pos), int(mpos), int(clock)
 
     def _seqs(self, conn: Connection, count: int) -> list[int]:
         """Given how many entries a write adds, return their ``seq`` numbers, ascending."""
@@ -288,10 +290,10 @@ class LedgerSession:
         ).fetchone()  # fmt: skip
         if taken is not None and type_ in ("observation", "reflection", "om.scope.open"):
             raise MemoryConflictError(f"the id {ref} is already taken by another {type_}")
-        pos, _ = self._next(conn)
+        pos, _, clock = self._next(conn)
         conn.execute(
-            f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, {_INSERT_COLUMNS}) "
-            "VALUES (?,?,?,NULL,?,?,?,?,?,?,?)",
-            (self._seqs(conn, 1)[0], self.key, pos, eid, type_, None, text, stamp, ref, json.dumps(data)),
+            f"INSERT INTO ledger_entries(seq, session_key, pos, mpos, clock, {_INSERT_COLUMNS}) "
+            "VALUES (?,?,?,NULL,?,?,?,?,?,?,?,?)",
+            (self._seqs(conn, 1)[0], self.key, pos, clock, eid, type_, None, text, stamp, ref, json.dumps(data)),
         )
         return LedgerEntry(id=eid, type=type_, text=text, timestamp=stamp, ref=ref, data=data, position=pos)

@@ -32,12 +32,12 @@ def store_id(database: Database) -> str:
         return str(conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0])
 
 
-_STREAMS = {"notes": "received", "files": "received_files"}
+_STREAMS = {"notes": "received", "files": "received_files", "ledger": "received_ledger"}
 
 
 def received(conn: Connection, space: str, peer: str, *, stream: str = "notes") -> int:
-    """The last change of ``peer`` this store applied to ``space``: its note change seq, or for
-    ``stream="files"`` its file version id (0 before the first sync)."""
+    """The last change of ``peer`` this store applied to ``space``: its note change seq, for
+    ``stream="files"`` its file version id, for ``"ledger"`` its ledger entry seq (0 before the first sync)."""
     column = _STREAMS[stream]
     row = conn.execute(f"SELECT {column} FROM sync_peers WHERE space = ? AND peer = ?", (space, peer)).fetchone()
     return 0 if row is None else int(row[0])

@@ -20,6 +20,8 @@ from afi.provider import Caller
 from .apply import Applied, Conflict
 from .batches import Batch
 from .files import FileBatch, FilesApplied
+from .ledger import LedgerApplied, LedgerBatch
+from .space_state import SpaceState, StateApplied
 
 __all__ = ["Endpoint", "LocalEndpoint", "SyncReport", "Traffic", "sync"]
 
@@ -43,6 +45,16 @@ class Endpoint(Protocol):
 
     def apply_files(self, batch: FileBatch, *, label: str) -> FilesApplied: ...
 
+    def read_ledger(self, *, since: int, peer: str) -> LedgerBatch: ...
+
+    def received_ledger(self, peer: str) -> int: ...
+
+    def apply_ledger(self, batch: LedgerBatch, *, label: str) -> LedgerApplied: ...
+
+    def read_state(self) -> SpaceState: ...
+
+    def apply_state(self, state: SpaceState) -> StateApplied: ...
+
 
 class _SyncProvider(Protocol):
     def store_id(self) -> str: ...
@@ -58,6 +70,16 @@ class _SyncProvider(Protocol):
     def sync_received_files(self, caller: Caller, peer: str) -> int: ...
 
     def sync_apply_files(self, caller: Caller, batch: FileBatch, *, label: str) -> FilesApplied: ...
+
+    def sync_read_ledger(self, caller: Caller, *, since: int, peer: str) -> LedgerBatch: ...
+
+    def sync_received_ledger(self, caller: Caller, peer: str) -> int: ...
+
+    def sync_apply_ledger(self, caller: Caller, batch: LedgerBatch, *, label: str) -> LedgerApplied: ...
+
+    def sync_read_state(self, caller: Caller) -> SpaceState: ...
+
+    def sync_apply_state(self, caller: Caller, state: SpaceState) -> StateApplied: ...
 
 
 @dataclass
@@ -89,6 +111,21 @@ class LocalEndpoint:
     def apply_files(self, batch: FileBatch, *, label: str) -> FilesApplied:
         return self.provider.sync_apply_files(self.caller, batch, label=label)
 
+    def read_ledger(self, *, since: int, peer: str) -> LedgerBatch:
+        return self.provider.sync_read_ledger(self.caller, since=since, peer=peer)
+
+    def received_ledger(self, peer: str) -> int:
+        return self.provider.sync_received_ledger(self.caller, peer)
+
+    def apply_ledger(self, batch: LedgerBatch, *, label: str) -> LedgerApplied:
+        return self.provider.sync_apply_ledger(self.caller, batch, label=label)
+
+    def read_state(self) -> SpaceState:
+        return self.provider.sync_read_state(self.caller)
+
+    def apply_state(self, state: SpaceState) -> StateApplied:
+        return self.provider.sync_apply_state(self.caller, state)
+
 
 @dataclass
 class Traffic:
@@ -105,6 +142,27 @@ class Traffic:
     files_written: int = 0
     files_removed: int = 0
     unkept: list[str] = field(default_factory=list)
+    ledger_entries: int = 0
+    sessions: int = 0
+    blocks: int = 0
+    snapshots: int = 0
+    kept_aside: list[str] = field(default_factory=list)  # blocks, snapshots and ledger ids a clash moved
+
+    def add_ledger(self, batch: LedgerBatch, applied: LedgerApplied | None) -> None:
+        """Count a ledger batch (one that only moves the peer's recorded position is not one)."""
+        if not batch.entries:
+            return
+        self.batches += 1
+        self.ledger_entries += len(batch.entries)
+        if applied is not None:
+            self.sessions += applied.sessions
+            self.kept_aside += applied.renamed
+
+    def add_state(self, applied: StateApplied) -> None:
+        """Count what merging the other side's blocks and snapshots changed."""
+        self.blocks += applied.blocks
+        self.snapshots += applied.snapshots + applied.dropped
+        self.kept_aside += applied.conflicts
 
     def add_files(self, batch: FileBatch, applied: FilesApplied | None) -> None:
         """Count a file batch (one that only moves the peer's recorded position is not one)."""
@@ -173,11 +231,24 @@ R = TypeVar("R")
 
 def _one_way(source: Endpoint, source_id: str, target: Endpoint, target_id: str, traffic: Traffic, dry_run: bool,
              progress: Callable[[Traffic], None] | None) -> None:  # fmt: skip
-    """The notes first (a file note arrives with or before its file), then the files."""
+    """The notes first (a file note arrives with or before its file), then the files, the ledger, and
+    last the working blocks and snapshots (sent whole: small, and merged alike on both sides)."""
     steps = _Steps(source_id, target_id, source.label, dry_run, traffic, progress)
     steps.drain(target.received, source.read, target.apply, traffic.add, lambda b: bool(b.notes or b.forgotten))
     steps.drain(target.received_files, source.read_files, target.apply_files, traffic.add_files,
                 lambda b: bool(b.versions))  # fmt: skip
+    steps.drain(target.received_ledger, source.read_ledger, target.apply_ledger, traffic.add_ledger,
+                lambda b: bool(b.entries))  # fmt: skip
+    state = source.read_state()
+    if not dry_run and not _same_state(state, target.read_state()):
+        traffic.add_state(target.apply_state(state))
+        if progress is not None:
+            progress(traffic)
+
+
+def _same_state(a: SpaceState, b: SpaceState) -> bool:
+    """Whether merging one state into the other would change nothing."""
+    return (a.version, a.blocks, a.snapshots, a.dropped) == (b.version, b.blocks, b.snapshots, b.dropped)
 
 
 @dataclass

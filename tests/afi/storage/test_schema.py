@@ -229,11 +229,13 @@ def test_step_one_equals_the_old_ddl(tmp_path: Path) -> None:
 
 
 REBUILT = ("notes_trigram", "workspace_trigram")  # step 3: the same tables, without positions
-# steps 10, 13 and 14: ALTER TABLE … ADD COLUMN
+# steps 10, 13, 14 and 15: ALTER TABLE … ADD COLUMN
 ADDED_COLUMNS = [
     ("note_changes", "stamp", "TEXT"),
     ("workspace_files", "charged", "INTEGER"),
     ("note_changes", "origin", "TEXT"),
+    ("ledger_entries", "clock", "INTEGER"),
+    ("ledger_entries", "origin", "TEXT"),
 ]
 
 
@@ -264,7 +266,8 @@ def test_later_steps_change_only_what_they_name(tmp_path: Path) -> None:
                      "file_versions_at", "file_versions_sha256", "oauth_clients", "sqlite_autoindex_oauth_clients_1",
                      "oauth_grants", "sqlite_autoindex_oauth_grants_1", "oauth_tokens",
                      "sqlite_autoindex_oauth_tokens_1", "oauth_tokens_grant", "note_changes_note", "sync_peers",
-                     "sqlite_autoindex_sync_peers_1"}  # fmt: skip
+                     "sqlite_autoindex_sync_peers_1", "snapshot_drops",
+                     "sqlite_autoindex_snapshot_drops_1"}  # fmt: skip
     kept = _without(after, added)
     changed = {name for name in before if kept.get(name) != before[name]}
     assert {"notes_trigram", "workspace_trigram"} <= changed and all(_rebuilt(name) for name in changed), changed

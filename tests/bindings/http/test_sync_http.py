@@ -76,12 +76,38 @@ def test_a_laptop_and_a_server_in_step_through_the_http_door(tmp_path: Path, ser
     assert page.status_code == 200 and "Synced with 1 store" in page.text and str(tmp_path / "laptop.db") in page.text
 
 
+def test_the_ledger_blocks_and_snapshots_through_the_http_door(tmp_path: Path, server: AfiServer) -> None:
+    laptop = MemoryProvider(tmp_path / "laptop.db", tmp_path / "laptop-files")
+    admin = {"Authorization": f"Bearer {server.tokens['admin']}"}
+    laptop.ledger_write(
+        LOCAL_OWNER, "append", "chat", {"messages": [{"role": "user", "text": "from the laptop", "entry_id": "l1"}]}
+    )
+    laptop.append_block(LOCAL_OWNER, "plan", "ship sync")
+    laptop.snapshot_create(LOCAL_OWNER, "before-trip")
+    said = {"messages": [{"role": "assistant", "text": "from the server", "entry_id": "s1"}]}
+    httpx.post(server.url + "/ledger/chat/append", headers=admin, timeout=30, json=said).raise_for_status()
+    first = _sync(tmp_path, server, server.tokens["admin"])
+    assert (first.pulled.ledger_entries, first.pushed.ledger_entries) == (1, 1)
+    assert (first.pulled.blocks, first.pushed.blocks, first.pushed.snapshots) == (0, 1, 1)
+    transcript = httpx.get(server.url + "/afi/read", params={"path": "/sessions/chat.md"}, headers=admin).text
+    assert "from the laptop" in transcript and "from the server" in transcript
+    assert transcript == laptop.read(LOCAL_OWNER, "/sessions/chat.md").data.decode()
+    block = httpx.get(server.url + "/afi/read", params={"path": "/working/plan.md"}, headers=admin)
+    assert "ship sync" in block.text
+    state = httpx.get(server.url + "/sync/state", headers=admin, timeout=30).json()
+    assert [s["name"] for s in state["snapshots"]] == ["before-trip"] and list(state["blocks"]) == ["plan"]
+    again = _sync(tmp_path, server, server.tokens["admin"])
+    assert again.pulled.ledger_entries == again.pushed.ledger_entries == again.pushed.blocks == 0
+
+
 def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, server: AfiServer) -> None:
     url = server.url
     writer = {"Authorization": f"Bearer {server.tokens['writer']}"}
     admin = {"Authorization": f"Bearer {server.tokens['admin']}"}
     store = httpx.get(url + "/sync/store", headers=admin, timeout=30).json()["store"]
     good = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False, "notes": [], "forgotten": []}
+    ledger = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False}
+    state = {"store": "a" * 32, "space": "default", "version": 1, "blocks": {}, "snapshots": [], "dropped": []}
     cases: list[tuple[str, str, dict[str, str], dict[str, Any], Any, int, str]] = [
         ("GET", "/sync/changes", writer, {"peer": "x"}, None, 403, "forbidden"),
         ("GET", "/sync/store", {}, {}, None, 401, "unauthorized"),
@@ -107,6 +133,17 @@ def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, serv
             "invalid_path",
         ),
         ("POST", "/sync/files/apply", admin, {}, {"versions": []}, 400, "invalid_path"),
+        ("GET", "/sync/ledger/changes", writer, {"peer": "x"}, None, 403, "forbidden"),
+        ("GET", "/sync/ledger/received", admin, {}, None, 400, "invalid_path"),
+        ("POST", "/sync/ledger/apply", writer, {}, {**ledger, "entries": []}, 403, "forbidden"),
+        ("POST", "/sync/ledger/apply", admin, {}, {**ledger, "entries": [{"session": "x"}]}, 400, "invalid_path"),
+        ("POST", "/sync/ledger/apply", admin, {}, {**ledger, "space": "other", "entries": []}, 400, "invalid_path"),
+        ("POST", "/sync/ledger/apply", admin, {}, {**ledger, "entries": [{}] * 501}, 413, "too_large"),
+        ("GET", "/sync/state", writer, {}, None, 403, "forbidden"),
+        ("POST", "/sync/state", admin, {}, {**state, "blocks": {"Bad": {"content": "x"}}}, 400, "invalid_path"),
+        ("POST", "/sync/state", admin, {}, {**state, "space": "other"}, 400, "invalid_path"),
+        ("POST", "/sync/state", admin, {}, {**state, "blocks": []}, 400, "invalid_path"),
+        ("POST", "/sync/state", admin, {}, "state", 400, "invalid_path"),
     ]
     for method, route, headers, params, body, status, code in cases:
         response = httpx.request(method, url + route, headers=headers, params=params, json=body, timeout=30)
