@@ -56,6 +56,7 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("ledger_entries", ("seq",)),
     TableCopy("snapshots", ("space", "name")),
     TableCopy("snapshot_drops", ("space", "name", "at", "created_at")),
+    TableCopy("folder_ops", ("space", "path")),
     TableCopy("file_blobs", ("sha256",)),
     TableCopy("file_versions", ("id",)),
     TableCopy("oauth_clients", ("client_id",)),

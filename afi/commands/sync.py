@@ -31,13 +31,14 @@ def _said(direction: str, traffic: Any, dry_run: bool) -> str:
         sent += f" and {traffic.ledger_entries} ledger {'entry' if traffic.ledger_entries == 1 else 'entries'}"
     if dry_run:
         return f"{direction}: would send {sent}"
-    if not traffic.batches and not traffic.blocks and not traffic.snapshots:
+    if not traffic.batches and not traffic.blocks and not traffic.snapshots and not traffic.folders:
         return f"{direction}: nothing new"
     notes = f"{traffic.inserted} new, {traffic.merged} merged, {traffic.deleted} forgotten"
     files = f"{_n(traffic.files_written, 'file')} written, {traffic.files_removed} removed"
     said = f"{direction}: {sent} in {_n(traffic.batches, 'batch')}: {notes}; {files}"
-    if traffic.blocks or traffic.snapshots:
-        said += f"; {_n(traffic.blocks, 'working block')} and {_n(traffic.snapshots, 'snapshot')} changed"
+    if traffic.blocks or traffic.snapshots or traffic.folders:
+        said += (f"; {_n(traffic.blocks, 'working block')}, {_n(traffic.snapshots, 'snapshot')} and "
+                 f"{_n(traffic.folders, 'folder')} changed")  # fmt: skip
     if traffic.unkept:
         said += f"; {_n(len(traffic.unkept), 'file')} left as it was (its newest bytes were never kept)"
     return said
@@ -96,6 +97,7 @@ def _as_json(report: Any) -> dict[str, Any]:
                 "files_written": traffic.files_written, "files_removed": traffic.files_removed,
                 "files_unkept": traffic.unkept, "ledger_entries": traffic.ledger_entries,
                 "sessions": traffic.sessions, "working_blocks": traffic.blocks, "snapshots": traffic.snapshots,
+                "folders": traffic.folders,
                 "kept_aside": traffic.kept_aside}  # fmt: skip
 
     return {"dry_run": report.dry_run, "pull": side(report.pulled), "push": side(report.pushed)}

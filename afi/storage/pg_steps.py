@@ -35,6 +35,7 @@ __all__ = [
     "sync",
     "sync_ledger",
     "workspace_charged",
+    "workspace_folders",
 ]
 
 T = 'text COLLATE "C"'
@@ -259,4 +260,8 @@ ALTER TABLE ledger_entries ADD COLUMN origin text;
 ALTER TABLE sync_peers ADD COLUMN received_ledger bigint NOT NULL DEFAULT 0;
 CREATE TABLE snapshot_drops (space {T} NOT NULL, name {T} NOT NULL, at {T} NOT NULL, created_at {T} NOT NULL,
     dropped_at {T} NOT NULL, PRIMARY KEY (space, name, at, created_at));
+""")
+workspace_folders = _sql("""
+CREATE TABLE folder_ops (space {T} NOT NULL, path {T} NOT NULL, op {T} NOT NULL, at {T} NOT NULL,
+    PRIMARY KEY (space, path));
 """)

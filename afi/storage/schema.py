@@ -387,3 +387,12 @@ def sync_ledger(db: sqlite_utils.Database) -> None:
     if "received_ledger" not in db["sync_peers"].columns_dict:
         db.execute("ALTER TABLE sync_peers ADD COLUMN received_ledger INTEGER NOT NULL DEFAULT 0")
     db.execute(SNAPSHOT_DROPS)
+
+
+def workspace_folders(db: sqlite_utils.Database) -> None:
+    """Each workspace folder's last ``mkdir`` or ``rmdir`` (a delete or a move of it counts), so a
+    sync can make and remove empty folders on the other side."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS folder_ops (space TEXT NOT NULL, path TEXT NOT NULL, op TEXT NOT NULL, "
+        "at TEXT NOT NULL, PRIMARY KEY (space, path))"
+    )

@@ -168,7 +168,7 @@ class SyncVerbs:
             if checked.space != caller.space:
                 raise InvalidPath(f"the state is of space {checked.space!r}, not of {caller.space!r}")
             with self._db.transaction() as conn:
-                return apply_space_state(conn, checked, space=caller.space)
+                return apply_space_state(conn, checked, space=caller.space, held=self._space(caller.space))
 
         return self._audited(caller, "sync", "/", run)
 

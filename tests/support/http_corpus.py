@@ -249,7 +249,7 @@ SYNC_ENTRY: dict[str, Any] = {
     "role": "user", "text": "from a peer", "timestamp": "2026-01-01T00:00:01.000Z", "ref": None, "data": {}, "clock": 1,
 }  # fmt: skip
 SYNC_SPACE_STATE: dict[str, Any] = {"store": "a" * 32, "space": "default", "version": 1, "blocks": {},
-                                    "snapshots": [], "dropped": []}  # fmt: skip
+                                    "snapshots": [], "dropped": [], "folders": {}}  # fmt: skip
 
 
 def _sync_rest_cases(rng: random.Random) -> Iterator[Case]:
@@ -270,6 +270,14 @@ def _sync_rest_cases(rng: random.Random) -> Iterator[Case]:
         for wrong in wrongs:
             body = _json({**SYNC_SPACE_STATE, "snapshots": [{**snapshot, field: wrong}]})
             yield Case(f"sync:snapshot.{field}={wrong!r:.40}", _request("POST", "/sync/state", body=body))
+    for wrong in wrongs:
+        for folders in (
+            {hostile_path(rng): ["mkdir", "2026-01-01T00:00:00.000Z"]},
+            {"docs": wrong},
+            {"docs": [wrong, wrong]},
+        ):
+            body = _json({**SYNC_SPACE_STATE, "folders": folders})
+            yield Case(f"sync:folders={str(folders)[:40]}", _request("POST", "/sync/state", body=body))
     for field in SYNC_SPACE_STATE:
         for wrong in [*WRONG_TYPES, *HOSTILE_INTS[:4], hostile_text(rng)]:
             body = _json({**SYNC_SPACE_STATE, field: wrong})

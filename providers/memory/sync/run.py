@@ -146,6 +146,7 @@ class Traffic:
     sessions: int = 0
     blocks: int = 0
     snapshots: int = 0
+    folders: int = 0
     kept_aside: list[str] = field(default_factory=list)  # blocks, snapshots and ledger ids a clash moved
 
     def add_ledger(self, batch: LedgerBatch, applied: LedgerApplied | None) -> None:
@@ -162,6 +163,7 @@ class Traffic:
         """Count what merging the other side's blocks and snapshots changed."""
         self.blocks += applied.blocks
         self.snapshots += applied.snapshots + applied.dropped
+        self.folders += applied.folders
         self.kept_aside += applied.conflicts
 
     def add_files(self, batch: FileBatch, applied: FilesApplied | None) -> None:
@@ -248,7 +250,8 @@ def _one_way(source: Endpoint, source_id: str, target: Endpoint, target_id: str,
 
 def _same_state(a: SpaceState, b: SpaceState) -> bool:
     """Whether merging one state into the other would change nothing."""
-    return (a.version, a.blocks, a.snapshots, a.dropped) == (b.version, b.blocks, b.snapshots, b.dropped)
+    return (a.version, a.blocks, a.snapshots, a.dropped, a.folders) == (b.version, b.blocks, b.snapshots, b.dropped,
+                                                                          b.folders)  # fmt: skip
 
 
 @dataclass

@@ -6,6 +6,10 @@ made apart. Two edits made apart are a conflict: the later write (then the large
 the label and the other is kept as a block of its own, ``<label>.conflict-<digest>``, readable under
 ``/working`` until the user deletes it. A cleared block (a tombstone) merges the same way.
 
+**Folders.** Each folder's last ``mkdir`` or ``rmdir`` (:mod:`..tree.folder_history`) merges by time:
+the later wins, and the disk follows, so an empty folder made on one side appears on the other, and
+one removed goes (unless files are in it).
+
 **Snapshots.** A snapshot is a name and an instant. Both sides end with the union, less the snapshots
 deleted on either side (``snapshot_drops`` keeps what was deleted, so a peer's copy is not brought
 back). One name given to two instants: the snapshot taken first keeps the name, the other is kept as
@@ -22,19 +26,25 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from afi.errors import AfiError, InvalidPath, TooLarge
 from afi.storage.database import Connection, Database
 
 from ..bundle.checks import check_instant, check_snapshot
 from ..fabric.working import BLOCK_LABEL, block_digest, block_id, merged_seen
+from ..tree.folder_history import FOLDER_OPS
+from ..workspace.workspace import is_reserved
+
+if TYPE_CHECKING:
+    from ..spaces import Space
 
 __all__ = ["SpaceState", "StateApplied", "apply_space_state", "read_space_state"]
 
 MAX_BLOCKS = 10_000
 MAX_SNAPSHOTS = 100_000
 MAX_BLOCK_CHARS = 1_000_000
+MAX_FOLDERS = 100_000
 _CONFLICT = ".conflict-"
 
 
@@ -48,15 +58,16 @@ class SpaceState:
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict)
     snapshots: list[dict[str, str]] = field(default_factory=list)
     dropped: list[dict[str, str]] = field(default_factory=list)
+    folders: dict[str, list[str]] = field(default_factory=dict)  # path -> [op, at], its last mkdir or rmdir
 
     def to_json(self) -> dict[str, Any]:
         return {"store": self.store, "space": self.space, "version": self.version, "blocks": self.blocks,
-                "snapshots": self.snapshots, "dropped": self.dropped}  # fmt: skip
+                "snapshots": self.snapshots, "dropped": self.dropped, "folders": self.folders}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Any) -> SpaceState:
         """Given a state as received, return it checked; InvalidPath naming what is wrong."""
-        keys = {"store", "space", "version", "blocks", "snapshots", "dropped"}
+        keys = {"store", "space", "version", "blocks", "snapshots", "dropped", "folders"}
         if not isinstance(data, dict) or set(data) != keys:
             raise InvalidPath(f"a space's sync state is an object of exactly {', '.join(sorted(keys))}")
         if not all(isinstance(data[k], str) and data[k] for k in ("store", "space")):
@@ -75,7 +86,12 @@ class SpaceState:
             _check_snapshot(snapshot, f"snapshots[{index}]", ("name", "at", "created_at"))
         for index, drop in enumerate(dropped):
             _check_snapshot(drop, f"dropped[{index}]", ("name", "at", "created_at", "dropped_at"))
-        return cls(data["store"], data["space"], version, blocks, snapshots, dropped)
+        folders = data["folders"]
+        if not isinstance(folders, dict) or len(folders) > MAX_FOLDERS:
+            raise InvalidPath(f"a sync state's folders map up to {MAX_FOLDERS} paths to [op, at]")
+        for path, last in folders.items():
+            _check_folder(path, last)
+        return cls(data["store"], data["space"], version, blocks, snapshots, dropped, folders)
 
 
 @dataclass
@@ -86,16 +102,17 @@ class StateApplied:
     conflicts: list[str] = field(default_factory=list)  # the labels and names a conflict's loser took
     snapshots: int = 0
     dropped: int = 0
+    folders: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"blocks": self.blocks, "conflicts": self.conflicts, "snapshots": self.snapshots,
-                "dropped": self.dropped}  # fmt: skip
+                "dropped": self.dropped, "folders": self.folders}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Any) -> StateApplied:
         try:
             return cls(int(data["blocks"]), [str(c) for c in data["conflicts"]], int(data["snapshots"]),
-                       int(data["dropped"]))  # fmt: skip
+                       int(data["dropped"]), int(data["folders"]))  # fmt: skip
         except (KeyError, TypeError, ValueError):
             raise InvalidPath("the peer answered a state apply with something that is not a report of one") from None
 
@@ -123,6 +140,20 @@ def _check_block(label: Any, block: Any) -> None:
     seen = block.get("seen", [])
     if not isinstance(seen, list) or len(seen) > 64 or not all(isinstance(d, str) and len(d) == 16 for d in seen):
         raise InvalidPath(f"{where}: seen lists up to 64 digests of 16 hex digits")
+
+
+def _check_folder(path: Any, last: Any) -> None:
+    where = f"folders[{str(path)[:80]!r}]"
+    if not isinstance(path, str) or not path or path.startswith("/") or "" in path.split("/") or "\x00" in path:
+        raise InvalidPath(f"{where}: a folder is a workspace path such as notes/2026, without a leading /")
+    if any(part in (".", "..") or is_reserved(part) for part in path.split("/")) or len(path) > 4096:
+        raise InvalidPath(f"{where}: not a path a workspace folder has")
+    if not isinstance(last, list) or len(last) != 2 or last[0] not in FOLDER_OPS or not isinstance(last[1], str):
+        raise InvalidPath(f"{where}: [op, at] with op one of {', '.join(FOLDER_OPS)}")
+    try:
+        check_instant(last[1], "at", where)
+    except AfiError as err:
+        raise InvalidPath(f"{where}: {err.message}") from None
 
 
 def _check_snapshot(snapshot: Any, where: str, keys: tuple[str, ...]) -> None:
@@ -157,6 +188,8 @@ def read_space_state(database: Database, *, store: str, space: str) -> SpaceStat
         state.dropped = [{"name": n, "at": a, "created_at": c, "dropped_at": d} for n, a, c, d in conn.execute(
             "SELECT name, at, created_at, dropped_at FROM snapshot_drops WHERE space = ? ORDER BY name, at",
             (space,)).fetchall()]  # fmt: skip
+        kept = conn.execute("SELECT path, op, at FROM folder_ops WHERE space = ? ORDER BY path", (space,))
+        state.folders = {str(path): [str(op), str(at)] for path, op, at in kept.fetchall()}
     return state
 
 
@@ -166,12 +199,46 @@ def _blocks_of(value: Any) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in blocks.items() if isinstance(v, dict)} if isinstance(blocks, dict) else {}
 
 
-def apply_space_state(conn: Connection, state: SpaceState, *, space: str) -> StateApplied:
-    """Merge a peer's blocks and snapshots into the space, in the caller's transaction."""
+def apply_space_state(conn: Connection, state: SpaceState, *, space: str, held: Space) -> StateApplied:
+    """Merge a peer's blocks, snapshots and folders into the space, in the caller's transaction (the
+    folders on disk follow before it commits: making or removing an empty folder twice is harmless)."""
     applied = StateApplied()
     _merge_blocks(conn, state, space, applied)
     _merge_snapshots(conn, state, space, applied)
+    _merge_folders(conn, state, space, held, applied)
     return applied
+
+
+def _merge_folders(conn: Connection, state: SpaceState, space: str, held: Space, applied: StateApplied) -> None:
+    """Each folder's later operation wins (then ``rmdir``); the disk follows: a folder made when it is
+    missing, removed when it is there and empty (files in it keep it)."""
+    ours = {str(p): (str(o), str(a)) for p, o, a in conn.execute(
+        "SELECT path, op, at FROM folder_ops WHERE space = ?", (space,)).fetchall()}  # fmt: skip
+    changed: list[tuple[str, str]] = []
+    for path in sorted(state.folders):
+        op, at = state.folders[path]
+        try:
+            normal = held.workspace.jail.normal(path)
+        except AfiError as err:
+            raise InvalidPath(f"folders[{path[:80]!r}]: {err.message}") from None
+        if normal != path:
+            raise InvalidPath(f"folders[{path[:80]!r}]: not a path a workspace folder has (it reads as {normal!r})")
+        mine = ours.get(path)
+        if mine is not None and (mine[1], mine[0]) >= (at, op):
+            continue
+        conn.execute("INSERT INTO folder_ops (space, path, op, at) VALUES (?, ?, ?, ?) ON CONFLICT (space, path) "
+                     "DO UPDATE SET op = excluded.op, at = excluded.at", (space, path, op, at))  # fmt: skip
+        applied.folders += 1
+        changed.append((path, op))
+    # parents made before their folders; folders removed before their parents
+    for path, op in sorted(changed, key=lambda c: (c[1] == "rmdir", c[0] if c[1] == "mkdir" else "", -len(c[0]))):
+        try:
+            if op == "mkdir":
+                held.workspace.mkdir(path, f"/files/{path}", parents=True)
+            else:
+                held.workspace.delete(path, f"/files/{path}", recursive=False)
+        except AfiError:
+            pass  # already there, already gone, or a folder with files in it: left as it is
 
 
 def _stamp(block: dict[str, Any]) -> str:

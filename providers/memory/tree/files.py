@@ -19,6 +19,7 @@ from .base import Area, Listing, WriteOptions, check_etag
 from .entries import file_entry
 from .file_history import files_below, keep_before, keep_deleted, keep_moved, keep_written
 from .file_notes import file_written, files_deleted, files_moved
+from .folder_history import folders_below, keep_folders, moved_folders
 from .locate import Node
 
 if TYPE_CHECKING:
@@ -65,20 +66,26 @@ class FilesArea(Area):
         return file_entry(node.path, info)
 
     def mkdir(self, space: Space, node: Node, *, parents: bool) -> Entry:
-        return file_entry(node.path, space.workspace.mkdir(node.rest, node.path, parents=parents))
+        made = file_entry(node.path, space.workspace.mkdir(node.rest, node.path, parents=parents))
+        keep_folders(space, [(node.rest, "mkdir")])
+        return made
 
     def delete(self, space: Space, node: Node, *, recursive: bool) -> DeleteResult:
         keep_before(space, files_below(space, node.rest))
+        folders = folders_below(space, node.rest)
         removed = space.workspace.delete(node.rest, node.path, recursive=recursive)
         keep_deleted(space, removed)
+        keep_folders(space, [(path, "rmdir") for path in folders])
         files_deleted(space, removed)
         return DeleteResult(deleted=max(1, len(removed)))
 
     def move(self, space: Space, src: Node, dst: Node, *, overwrite: bool) -> Entry:
         replaced = _file_at(space, dst) if overwrite else None
         keep_before(space, files_below(space, src.rest) + ([replaced] if replaced is not None else []))
+        folders = folders_below(space, src.rest)
         info, moved = space.workspace.move(src.rest, src.path, dst.rest, dst.path, overwrite=overwrite)
         keep_moved(space, moved)
+        keep_folders(space, moved_folders(folders, src.rest, dst.rest))
         files_moved(space, moved, [replaced] if replaced is not None and moved else [])
         return file_entry(dst.path, info)
 

@@ -107,7 +107,8 @@ def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, serv
     store = httpx.get(url + "/sync/store", headers=admin, timeout=30).json()["store"]
     good = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False, "notes": [], "forgotten": []}
     ledger = {"store": "a" * 32, "space": "default", "since": 0, "upto": 1, "more": False}
-    state = {"store": "a" * 32, "space": "default", "version": 1, "blocks": {}, "snapshots": [], "dropped": []}
+    state = {"store": "a" * 32, "space": "default", "version": 1, "blocks": {}, "snapshots": [], "dropped": [],
+             "folders": {}}  # fmt: skip
     cases: list[tuple[str, str, dict[str, str], dict[str, Any], Any, int, str]] = [
         ("GET", "/sync/changes", writer, {"peer": "x"}, None, 403, "forbidden"),
         ("GET", "/sync/store", {}, {}, None, 401, "unauthorized"),

@@ -71,6 +71,37 @@ def test_a_file_written_on_both_sides_keeps_both_versions_and_shows_the_later(tm
     assert _versions(a) == _versions(b)
 
 
+def _folders(root: Path) -> list[str]:
+    space = root / "default"
+    return sorted(str(p.relative_to(space)) for p in space.rglob("*") if p.is_dir())
+
+
+def test_empty_folders_travel_and_removed_ones_go_on_both_sides(tmp_path: Path, pair: Pair) -> None:
+    a, b, laptop, server = pair
+    a.mkdir(LOCAL_OWNER, "/files/inbox")
+    a.mkdir(LOCAL_OWNER, "/files/archive/2026", parents=True)
+    _write(b, "drafts/one.md", b"one\n")
+    report = sync(laptop, server)
+    assert report.pushed.folders == 2
+    assert _folders(tmp_path / "files-a") == _folders(tmp_path / "files-b") == [
+        "archive", "archive/2026", "drafts", "inbox"]  # fmt: skip
+    b.delete(LOCAL_OWNER, "/files/inbox")
+    b.move(LOCAL_OWNER, "/files/archive", "/files/old")
+    a.delete(LOCAL_OWNER, "/files/drafts", recursive=True)
+    sync(laptop, server)
+    assert _folders(tmp_path / "files-a") == _folders(tmp_path / "files-b") == ["old", "old/2026"]
+    assert sync(laptop, server).pushed.folders == 0  # nothing moves twice
+    _write(a, "keep/file.txt", b"kept\n")
+    sync(laptop, server)
+    b.mkdir(LOCAL_OWNER, "/files/keep/empty")
+    a.delete(LOCAL_OWNER, "/files/old", recursive=True)
+    _write(b, "old/2026/late.txt", b"written there meanwhile\n")  # a folder with files in it stays
+    sync(laptop, server)
+    assert _folders(tmp_path / "files-a") == _folders(tmp_path / "files-b") == [
+        "keep", "keep/empty", "old", "old/2026"]  # fmt: skip
+    assert _disk(tmp_path / "files-a") == _disk(tmp_path / "files-b")
+
+
 def test_a_delete_and_a_move_travel(tmp_path: Path, pair: Pair) -> None:
     a, _, laptop, server = pair
     _write(a, "old.txt", b"old\n")

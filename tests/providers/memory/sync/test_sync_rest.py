@@ -194,7 +194,7 @@ def _entry(**changes: Any) -> dict[str, Any]:
 
 def _state(server: LocalEndpoint, **changes: Any) -> dict[str, Any]:
     return {"store": server.identity(), "space": "default", "version": 1, "blocks": {}, "snapshots": [],
-            "dropped": [], **changes}  # fmt: skip
+            "dropped": [], "folders": {}, **changes}  # fmt: skip
 
 
 def test_ledger_batches_and_states_no_store_sends_are_refused_and_change_nothing(pair: Pair) -> None:
@@ -239,6 +239,14 @@ def test_ledger_batches_and_states_no_store_sends_are_refused_and_change_nothing
         _state(server, snapshots=[{"name": "Bad", "at": NOON, "created_at": NOON}]),
         _state(server, snapshots=[{"name": "ok", "at": "later", "created_at": "2026-01-01T00:00:00.000Z"}]),
         _state(server, dropped=[{"name": "ok", "at": NOON, "created_at": NOON}]),  # no dropped_at
+        _state(server, folders={"../up": ["mkdir", NOON]}),
+        _state(server, folders={"/abs": ["mkdir", NOON]}),
+        _state(server, folders={"a//b": ["mkdir", NOON]}),
+        _state(server, folders={"a/.afi-tmp-x": ["mkdir", NOON]}),
+        _state(server, folders={"ok": ["chmod", NOON]}),
+        _state(server, folders={"ok": ["mkdir"]}),
+        _state(server, folders={"ok": ["mkdir", "noon"]}),
+        _state(server, folders=[]),
     ]
     refused = 0
     for batch in bad_batches:
