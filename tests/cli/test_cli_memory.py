@@ -26,7 +26,7 @@ def test_remember_recall_forget_round_trip(db: Path, tmp_path: Path) -> None:
     made = afi("remember", "fact", "User prefers metric units", "--tag", "prefs", "--importance", "0.8", db=db)
     assert made.returncode == 0, made.stderr
     note_id = field(made.stdout, "id")
-    assert re.fullmatch(r"[0-9a-f]{12}", note_id)
+    assert re.fullmatch(r"[0-9a-f]{20}", note_id)
     assert field(made.stdout, "kind") == "fact"
     assert field(made.stdout, "supersedes") == "-"
     assert db.exists()

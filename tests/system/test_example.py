@@ -21,7 +21,7 @@ def test_example_runs_and_shows_every_step(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "same id: True" in out
-    supersede = re.search(r"new ([0-9a-f]{12}) supersedes ([0-9a-f]{12}); old row valid_to=(\S+)", out)
+    supersede = re.search(r"new ([0-9a-f]{20}) supersedes ([0-9a-f]{20}); old row valid_to=(\S+)", out)
     assert supersede and supersede.group(1) != supersede.group(2) and supersede.group(3) != "None"
     assert "untyped recall returns no procedure: True; kinds=['procedure'] finds: ['Deploy via canary first']" in out
     assert "before attach: refused (forbidden)" in out

@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..fabric.fields import NOTE_ID
+
 __all__ = [
     "FORMAT",
     "MANIFEST",
+    "NOTE_ID",
     "VERSION",
     "dump_json",
     "dump_line",
@@ -42,7 +45,6 @@ __all__ = [
 FORMAT = "afi-bundle"
 VERSION = 1
 MANIFEST = "manifest.json"
-NOTE_ID = re.compile(r"^[0-9a-f]{12}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -20,7 +20,7 @@ from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merg
 from .context import ContextProvider
 from .embedders import embedding_text
 from .errors import MemoryConflictError, MemoryValidationError
-from .fields import MAX_LINKS, canonical_time, check_hex, check_stored_note, validate_fields
+from .fields import ID_DIGITS, MAX_LINKS, canonical_time, check_hex, check_stored_note, validate_fields
 from .memory import Memory, normalize_consent
 from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
@@ -380,7 +380,7 @@ class MemoryFabric:
 
 
 def _derive_id(kind: str, content: str, now: str) -> str:
-    return hashlib.sha256(f"fabric\x00{kind}\x00{content}\x00{now}\x00{uuid.uuid4()}".encode()).hexdigest()[:12]
+    return hashlib.sha256(f"fabric\x00{kind}\x00{content}\x00{now}\x00{uuid.uuid4()}".encode()).hexdigest()[:ID_DIGITS]
 
 
 def create_memory_fabric(

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from .memory import Memory, MemoryLimits
 
 __all__ = [
+    "ID_DIGITS",
     "ISO_8601",
     "MAX_ITEM_CHARS",
     "MAX_LINKS",
     "MAX_LIST_ITEMS",
     "MAX_NAME_CHARS",
     "MAX_SOURCE_IDS",
+    "NOTE_ID",
     "canonical_time",
     "check_hex",
     "check_name",
@@ -76,13 +78,17 @@ def canonical_time(value: Any, label: str) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-_HEX12 = re.compile(r"^[0-9a-f]{12}$")
+# a new id is 20 hex digits (80 random bits: stores that sync never meet two versions under one id);
+# ids made before are 12 and stay valid
+ID_DIGITS = 20
+NOTE_ID = re.compile(r"^[0-9a-f]{12}(?:[0-9a-f]{8})?$")
 
 
 def check_hex(value: Any, label: str) -> str:
-    """Given a note id, return it; raise MemoryValidationError unless it is 12 lowercase hex."""
-    if not isinstance(value, str) or not _HEX12.match(value):
-        raise MemoryValidationError(f"{label} must be 12 lowercase hex characters, got {value!r}")
+    """Given a note id, return it; raise MemoryValidationError unless it is 20 lowercase hex (or 12,
+    as ids made before were)."""
+    if not isinstance(value, str) or not NOTE_ID.match(value):
+        raise MemoryValidationError(f"{label} must be {ID_DIGITS} lowercase hex characters (or 12), got {value!r}")
     return value
 
 

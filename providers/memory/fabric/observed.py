@@ -20,7 +20,7 @@ def episode_from(memory: Memory, source: Any, f: dict[str, Any]) -> MemoryNote:
             'kind "episode" needs an observational source: create_memory_fabric(memory, observational=...)'
         )
     if f.get("id") is None:
-        raise MemoryValidationError('kind "episode" requires the observation id (12 hex)')
+        raise MemoryValidationError('kind "episode" requires the observation id')
     if f.get("content") is not None:
         raise MemoryValidationError('kind "episode" reads its content from the observation; omit content')
     observation = _lookup_observation(source, f["id"])

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..fabric.errors import MemoryValidationError
-from ..fabric.fields import canonical_time
+from ..fabric.fields import ID_DIGITS, canonical_time
 
 __all__ = ["MAX_ID_CHARS", "MAX_TEXT_CHARS", "ROLES", "LedgerEntry", "Observation", "Reflection", "WorkScope"]
 
@@ -92,7 +92,7 @@ def _text(value: Any, label: str, *, cap: int = MAX_TEXT_CHARS) -> str:
 
 
 def _new_id(*parts: str) -> str:
-    return hashlib.sha256("\x00".join((*parts, uuid.uuid4().hex)).encode()).hexdigest()[:12]
+    return hashlib.sha256("\x00".join((*parts, uuid.uuid4().hex)).encode()).hexdigest()[:ID_DIGITS]
 
 
 def _entry(row: Sequence[Any]) -> LedgerEntry:

@@ -149,7 +149,7 @@ class LedgerSession:
 
     def observe(self, *, text: str, source_entry_ids: Iterable[str] = (), id: str | None = None,
                 entry_id: str | None = None, timestamp: Any = None) -> Observation:  # fmt: skip
-        """Record an observation citing messages of this branch; return it (its id is 12 hex).
+        """Record an observation citing messages of this branch; return it (its id is 20 hex).
 
         Raises MemoryValidationError for bad text or ids, or a cited entry that is not a message here.
         """

@@ -83,7 +83,7 @@ def _checked(batch: Batch, memory: Memory) -> list[MemoryNote]:
         where = f"notes[{index}]"
         note = note_of(state, memory.scope, where)
         if not NOTE_ID.match(note.id) or note.id in seen:
-            raise InvalidPath(f"{where}: a version id is 12 hex digits, once a batch (not {note.id!r})")
+            raise InvalidPath(f"{where}: a version id is 20 hex digits (or 12), once a batch (not {note.id!r})")
         seen.add(note.id)
         if note.kind not in ("fact", "procedure", "file"):
             raise InvalidPath(f"{where}: a synced note is a fact, procedure or file note, not {note.kind!r}")
@@ -96,7 +96,7 @@ def _checked(batch: Batch, memory: Memory) -> list[MemoryNote]:
         notes.append(note)
     for note_id in batch.forgotten:
         if not NOTE_ID.match(note_id):
-            raise InvalidPath(f"forgotten: a version id is 12 hex digits, not {note_id!r}")
+            raise InvalidPath(f"forgotten: a version id is 20 hex digits (or 12), not {note_id!r}")
     return notes
 
 

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from afi.errors import Conflict, InvalidPath
 
+from ..fabric.fields import ID_DIGITS
 from ..fabric.rows import NOTE_COLUMNS, note_state
 from ..fabric.types import MemoryNote, Scope
 
@@ -113,7 +114,7 @@ def kept_loser(ours: dict[str, Any], theirs: dict[str, Any], merged: dict[str, A
         return None
     at = merged["updated_at"] or merged["created_at"]
     kept = dict(loser)
-    kept["id"] = hashlib.sha256(f"sync\x00{loser['id']}\x00{digest(loser)}".encode()).hexdigest()[:12]
+    kept["id"] = hashlib.sha256(f"sync\x00{loser['id']}\x00{digest(loser)}".encode()).hexdigest()[:ID_DIGITS]
     kept["name"] = None
     kept["valid_from"] = at if loser["valid_from"] is None or loser["valid_from"] > at else loser["valid_from"]
     kept["valid_to"] = at

@@ -132,12 +132,12 @@ def shown(facts: Facts, at: str, *, past: bool) -> Shown:
     return Shown(ACTIVE, None, tuple(hidden))
 
 
-# the lines a reading adds: a status other than "active", and "superseded_by: <12 hex>" (quoted when
+# the lines a reading adds: a status other than "active", and "superseded_by: <id>" (quoted when
 # YAML would read the id as a number)
 _ADDED = tuple(render_field("status", word).rstrip("\n") for word in (SUPERSEDED, EXPIRED, SCHEDULED))
 _BY = render_field("superseded_by", "x")[:-2]  # "superseded_by: "
-_BY_TAIL = re.compile(r"'?[0-9a-f]{0,12}'?")
-_HEX = re.compile(r"[0-9a-f]{1,12}")
+_BY_TAIL = re.compile(r"'?[0-9a-f]{0,20}'?")
+_HEX = re.compile(r"[0-9a-f]{1,20}")
 
 
 def widening(literals: list[str]) -> tuple[list[str], list[str]] | None:

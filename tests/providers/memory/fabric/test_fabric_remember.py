@@ -43,7 +43,7 @@ def test_limits_over_hard_caps_are_refused(tmp_path: Path, limits: dict[str, int
 
 def test_each_stored_kind_round_trips(fabric: MemoryFabric) -> None:
     fact = fabric.remember(kind="fact", content="User prefers metric units", tags=["prefs"], importance=0.4)
-    assert re.fullmatch(r"[0-9a-f]{12}", fact.id)
+    assert re.fullmatch(r"[0-9a-f]{20}", fact.id)
     assert fact.name == fact.id
     assert fabric.get(fact.id) == fact
     proc = fabric.remember(kind="procedure", content="Deploy via canary first", name="deploy")
@@ -55,6 +55,15 @@ def test_each_stored_kind_round_trips(fabric: MemoryFabric) -> None:
     assert working.kind == "working" and working.block == "core" and working.name == "core"
     assert fabric.blocks()["core"].content == "Prefers terse output"
     assert {n.id for n in fabric.notes()} == {fact.id, proc.id, file.id}
+
+
+def test_an_id_is_20_hex_and_one_of_12_made_before_still_names_a_note(fabric: MemoryFabric) -> None:
+    older = fabric.remember(kind="fact", content="written when ids had 12 digits", id="0123456789ab")
+    newer = fabric.remember(kind="fact", content="given its own wide id", id="0123456789abcdef0123")
+    assert fabric.get("0123456789ab") == older and fabric.get("0123456789abcdef0123") == newer
+    for wrong in ("0123456789abcdef", "0123456789abcdef01234", "0123456789AB"):  # 16, 21, upper case
+        with pytest.raises(MemoryValidationError, match="20 lowercase hex characters"):
+            fabric.remember(kind="fact", content="x", id=wrong)
 
 
 def test_timestamps_are_canonical_utc(fabric: MemoryFabric) -> None:
@@ -70,7 +79,7 @@ BAD: list[Any] = [
     pytest.param({"kind": "fact", "content": "x", "colour": "red"}, "unknown remember field", id="unknown-field"),
     pytest.param({"kind": "fact"}, "content is required", id="no-content"),
     pytest.param({"kind": "fact", "content": "   "}, "non-empty", id="blank-content"),
-    pytest.param({"kind": "fact", "content": "x", "id": "XYZ"}, "12 lowercase hex", id="bad-id"),
+    pytest.param({"kind": "fact", "content": "x", "id": "XYZ"}, "20 lowercase hex", id="bad-id"),
     pytest.param(
         {"kind": "working", "block": "core", "content": "x", "id": "aaaaaaaaaaaa"}, "omit id", id="working-id"
     ),

@@ -83,7 +83,7 @@ def test_bad_messages_are_refused(ledger: Ledger, session: LedgerSession, fields
 
 def test_observe_cites_messages_and_reflect_folds_keeping_ids(ledger: Ledger, session: LedgerSession) -> None:
     obs = session.observe(text="Team deploys via canary", source_entry_ids=["m1"])
-    assert len(obs.id) == 12 and int(obs.id, 16) >= 0 and obs.source_entry_ids == ["m1"]
+    assert len(obs.id) == 20 and int(obs.id, 16) >= 0 and obs.source_entry_ids == ["m1"]
     with pytest.raises(MemoryValidationError, match="not messages"):
         session.observe(text="x", source_entry_ids=["nope"])
     refl = session.reflect(text="Always canary first", observation_ids=[obs.id])

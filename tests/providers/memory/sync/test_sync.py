@@ -133,7 +133,7 @@ def test_batches_a_store_never_sends_are_refused_and_change_nothing(pair: Pair) 
     before = _versions(a)
     future = {**good, "created_at": "2099-01-01T00:00:00.000Z", "ingested_at": "2099-01-01T00:00:00.000Z"}
     bad: list[tuple[list[Any], list[Any], type[Exception], str]] = [
-        ([{**good, "id": "../../etc"}], [], InvalidPath, "12 hex"),
+        ([{**good, "id": "../../etc"}], [], InvalidPath, "20 hex digits"),
         ([{**good, "kind": "working"}], [], InvalidPath, "fact, procedure or file"),
         ([future], [], InvalidPath, "ahead of this store's clock"),
         ([{**good, "created_at": "yesterday"}], [], InvalidPath, "created_at"),
@@ -141,7 +141,7 @@ def test_batches_a_store_never_sends_are_refused_and_change_nothing(pair: Pair) 
         ([{k: v for k, v in good.items() if k != "content"}], [], InvalidPath, "missing content"),
         ([good, good], [], InvalidPath, "once a batch"),
         ([{**good, "content": "x" * 10_000_000}], [], TooLarge, "content"),
-        ([], ["not-an-id"], InvalidPath, "12 hex"),
+        ([], ["not-an-id"], InvalidPath, "20 hex digits"),
         (["x"], [], InvalidPath, "an object"),
     ]
     tried = 0
