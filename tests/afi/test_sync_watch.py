@@ -103,7 +103,16 @@ def test_later_rounds_survive_what_would_end_a_first_one() -> None:
     assert [r.error.code if r.error else r.report for r in rounds] == ["first", "invalid_path", "conflict", "fourth"]
 
 
-def test_sigterm_and_sigint_stop_a_watch_and_the_handlers_are_put_back() -> None:
+@pytest.fixture
+def interruptible() -> Any:
+    """SIGINT raising KeyboardInterrupt in this process, as in an ``afi`` started from a shell (a
+    test runner may have it ignored); put back after."""
+    held = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, held)
+
+
+def test_sigterm_and_sigint_stop_a_watch_and_the_handlers_are_put_back(interruptible: None) -> None:
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     for sig in (signal.SIGTERM, signal.SIGINT):
         rounds: list[Round] = []
@@ -131,3 +140,14 @@ def test_a_signal_between_rounds_ends_the_wait_at_once() -> None:
     finally:
         timer.cancel()
     assert len(rounds) == 1 and time.monotonic() - started < 30
+
+
+def test_a_sigint_ignored_from_the_start_stays_ignored() -> None:
+    held = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a shell starts so
+    try:
+        with stop_on_signals():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert callable(signal.getsignal(signal.SIGTERM))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, held)
