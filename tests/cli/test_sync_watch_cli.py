@@ -139,6 +139,9 @@ def test_a_watch_keeps_two_stores_in_step_quietly_until_a_signal(tmp_path: Path,
         assert re.fullmatch(rf"{STAMP} pull: 1 version \(1 new, 0 merged\)", watching.line())
         assert afi("forget", "--id", units, db=laptop).returncode == 0
         assert re.fullmatch(rf"{STAMP} push: 1 forget \(1 applied\)", watching.line())
+        block = afi("remember", "working", "reviewing the units change", "--block", "core", db=server)
+        assert block.returncode == 0, block.stderr
+        assert re.fullmatch(rf"{STAMP} pull: 1 working block changed", watching.line())
         assert watching.stop(sig) == 0
     finally:
         watching.close()
