@@ -18,6 +18,7 @@ __all__ = [
     "AdminProvider",
     "BoundVerbs",
     "Caller",
+    "ConflictsProvider",
     "LedgerProvider",
     "NotesProvider",
     "Provider",
@@ -186,6 +187,18 @@ class SyncProvider(Protocol):
     def sync_status(self, caller: Caller) -> list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first: ``store`` (its id),
         ``label`` (where it was reached), ``synced_at``, ``received`` (its last change applied here)."""
+        ...
+
+
+@runtime_checkable
+class ConflictsProvider(Protocol):
+    """A provider that says which names a sync settled and no write has answered yet (the memory
+    provider does); a binding lists them only for a provider of this kind. Needs ``afi:read``."""
+
+    def open_conflicts(self, caller: Caller) -> list[dict[str, Any]]:
+        """The caller's space's open conflicts, by path: each with ``kind``, ``name``, ``path`` (where the
+        name reads), ``id`` and ``history`` (the current version, which won), ``settled_at``, and
+        ``losers`` (each ``id``, ``path`` in /history and ``retired_at``)."""
         ...
 
 

@@ -17,7 +17,7 @@ from afi.clients.http import HttpClient
 from .local import local_owner, open_provider
 from .workspace import workspace_root
 
-__all__ = ["peers_of", "sync_stores"]
+__all__ = ["SyncSession", "peers_of", "sync_stores"]
 
 
 def _label(db: Path | str) -> str:
@@ -37,16 +37,59 @@ def sync_stores(db: Path | str, root: Path, remote: Path | str, *, space: str, p
     """Given this store, a remote (another store, or an ``afi serve`` URL reached with ``token``) and a
     space, bring the space in step on both (or one way); return the
     :class:`~afi.providers.memory.sync.SyncReport`."""
-    from afi.providers.memory.sync import LocalEndpoint, sync
+    with SyncSession(db, root, remote, space=space, token=token) as session:
+        return session.sync(pull=pull, push=push, dry_run=dry_run, progress=progress)
 
-    local = LocalEndpoint(open_provider(db, root), local_owner(space), _label(db))
-    if str(remote).startswith(("http://", "https://")):
-        with HttpClient(str(remote), token, space=space, timeout=300) as client:
-            return sync(local, _HttpEndpoint(client, _label(db)), pull=pull, push=push, dry_run=dry_run,
-                        progress=progress)  # fmt: skip
-    there = open_provider(remote, workspace_root(remote, None, create=True))
-    other = LocalEndpoint(there, local_owner(space), _label(remote))
-    return sync(local, other, pull=pull, push=push, dry_run=dry_run, progress=progress)
+
+class SyncSession:
+    """This store's space and a remote's, opened once for many syncs (``afi sync --watch``). After a
+    failed sync, :meth:`reset` drops the remote's connections; the next sync opens them again."""
+
+    def __init__(self, db: Path | str, root: Path, remote: Path | str, *, space: str,
+                 token: str | None = None) -> None:  # fmt: skip
+        self.db, self.root, self.remote, self.space, self.token = db, root, remote, space, token
+        self._local: Any = None
+        self._other: Any = None
+        self._client: HttpClient | None = None
+
+    @property
+    def where(self) -> str:
+        """The remote as this store records it (a URL without its password)."""
+        return _label(self.remote)
+
+    def __enter__(self) -> SyncSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reset()
+
+    def sync(self, *, pull: bool, push: bool, dry_run: bool = False, progress: Any = None) -> Any:
+        """One sync of the space (see :func:`sync_stores`)."""
+        from afi.providers.memory.sync import sync
+
+        local, other = self._endpoints()
+        return sync(local, other, pull=pull, push=push, dry_run=dry_run, progress=progress)
+
+    def reset(self) -> None:
+        """Drop the remote's connections (an HTTP client's, another store's provider)."""
+        if self._client is not None:
+            self._client.close()
+        self._client = self._other = None
+
+    def _endpoints(self) -> tuple[Any, Any]:
+        from afi.providers.memory.sync import LocalEndpoint
+
+        if self._local is None:
+            self._local = LocalEndpoint(open_provider(self.db, self.root), local_owner(self.space), _label(self.db))
+        if self._other is None:
+            remote = self.remote
+            if str(remote).startswith(("http://", "https://")):
+                self._client = HttpClient(str(remote), self.token, space=self.space, timeout=300)
+                self._other = _HttpEndpoint(self._client, _label(self.db))
+            else:
+                there = open_provider(remote, workspace_root(remote, None, create=True))
+                self._other = LocalEndpoint(there, local_owner(self.space), _label(remote))
+        return self._local, self._other
 
 
 class _HttpEndpoint:

@@ -5,6 +5,8 @@ serve`` URL (``--token``: a key with ``afi:admin`` on the space). Each side
 applies what the other has not applied yet, in batches of one transaction each; a conflict (one name
 written on both sides) is settled alike on both and printed. An AfiError becomes
 ``afi: <path>: <code>: <message>`` and exit 2.
+
+``--watch`` keeps syncing, a round now and then one every ``--every`` (:mod:`.sync_watch`).
 """
 
 from __future__ import annotations
@@ -56,28 +58,67 @@ def sync(
         str | None,
         typer.Option("--token", envvar="AFI_TOKEN", help="An afi:admin key of the space, for an afi serve URL"),
     ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep syncing: now, then every --every, until Ctrl-C or SIGTERM")
+    ] = False,
+    every: Annotated[
+        str | None,
+        typer.Option("--every", metavar="INTERVAL", help="With --watch: 30s, 5m, 1h or seconds [default: 30s]"),
+    ] = None,
     space: SpaceOption = "default",
     db: DbOption = None,
     root: RootOption = None,
 ) -> None:
     """Bring SPACE of this store and of REMOTE in step: each applies the versions and forgets the
     other has not applied yet. One name written on both sides keeps both versions; both stores make
-    the one written last current and print the conflict."""
+    the one written last current and print the conflict. With --watch, keep them in step: a line a
+    round that moved something, failures printed and retried, exit 0 on Ctrl-C or SIGTERM."""
     from afi.app.sync import sync_stores
 
     if pull and push:
         raise typer.BadParameter("--pull and --push each name one direction; give neither for both")
+    seconds = _interval(watch, every, dry_run)
     with afi_errors():
         store, workspace = resolve_store(db, root)
         there = remote if remote.startswith(("http://", "https://")) else resolve_db(remote, create=False)
+        if seconds is not None:
+            from .sync_watch import keep_in_step
+
+            keep_in_step(store, workspace, there, seconds, space=space, pull=not push, push=not pull, token=token,
+                         as_json=as_json)  # fmt: skip
+            return
         report = sync_stores(store, workspace, there, space=space, pull=not push, push=not pull, dry_run=dry_run,
                              token=token)  # fmt: skip
     if as_json:
-        typer.echo(json.dumps(_as_json(report), indent=2))
+        typer.echo(json.dumps(report_json(report), indent=2))
     else:
         for direction, traffic, asked in (("pull", report.pulled, not push), ("push", report.pushed, not pull)):
             if asked:
                 typer.echo(_said(direction, traffic, dry_run))
+    say_conflicts(report)
+
+
+def _interval(watch: bool, every: str | None, dry_run: bool) -> float | None:
+    """The seconds between a watch's rounds (None without --watch); BadParameter (exit 2) for --every
+    without --watch, an interval that is not one, or --dry-run with --watch."""
+    from afi.app.sync_watch import DEFAULT_EVERY, parse_every
+    from afi.errors import InvalidPath
+
+    if not watch:
+        if every is not None:
+            raise typer.BadParameter("--every says how often --watch syncs: give --watch too")
+        return None
+    if dry_run:
+        raise typer.BadParameter("--dry-run and --watch do not go together: a dry run says what one sync would "
+                                 "send, a watch sends it")  # fmt: skip
+    try:
+        return parse_every(DEFAULT_EVERY if every is None else every)
+    except InvalidPath as err:
+        raise typer.BadParameter(err.message, param_hint="--every") from None
+
+
+def say_conflicts(report: Any) -> None:
+    """Each conflict a sync settled, one line on stderr."""
     for conflict in report.pulled.conflicts + report.pushed.conflicts:
         stderr().print(
             f"conflict: {conflict.kind} {conflict.name!r} was written on both sides: {conflict.kept} stays current, "
@@ -89,7 +130,9 @@ def sync(
                        highlight=False, markup=False, soft_wrap=True)  # fmt: skip
 
 
-def _as_json(report: Any) -> dict[str, Any]:
+def report_json(report: Any) -> dict[str, Any]:
+    """A sync's report as ``--json`` prints it."""
+
     def side(traffic: Any) -> dict[str, Any]:
         return {"batches": traffic.batches, "versions": traffic.notes, "forgets": traffic.forgotten,
                 "inserted": traffic.inserted, "merged": traffic.merged, "deleted": traffic.deleted,

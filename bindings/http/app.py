@@ -25,6 +25,7 @@ from afi.model import EOF_HEADER, MTIME_HEADER, SIZE_HEADER
 from afi.provider import Provider
 
 from .admin import router as admin_router
+from .conflicts import router as conflicts_router
 from .docs import add_docs
 from .errors import BodyCap, Cors, Utf8Url, error_response
 from .ledger import router as ledger_router
@@ -141,7 +142,7 @@ def create_app(
     spaces = frozenset(allowed_spaces) if allowed_spaces is not None else None
     app.state.afi = Door(provider, rate_limit, spaces, default_space)
     app.state.afi_max_body_bytes = max_body_bytes
-    for router in (afi_router, ledger_router, notes_router, sync_router, admin_router):
+    for router in (afi_router, ledger_router, notes_router, sync_router, conflicts_router, admin_router):
         app.include_router(router)
         app.include_router(router, prefix="/spaces/{space}")
     app.include_router(metadata_router)

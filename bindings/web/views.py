@@ -13,14 +13,15 @@ from urllib.parse import urlencode
 
 from afi.errors import AfiError, Unsupported
 from afi.model import Entry
-from afi.provider import AdminProvider, Caller, Provider, SyncProvider
+from afi.provider import AdminProvider, Caller, ConflictsProvider, Provider, SyncProvider
 
 from .markdown import RENDER_MAX_CHARS, RENDER_MAX_MARKS, ordered_fields, render_markdown, split_front_matter
 
-__all__ = ["audit", "browse", "href", "keys", "ledger", "parent", "timeline"]
+__all__ = ["audit", "browse", "conflicts", "href", "keys", "ledger", "parent", "timeline"]
 
 MAX_SHOWN_BYTES = 1024 * 1024  # a bigger file shows its first MiB
 MAX_VERSIONS = 50
+MAX_CONFLICTS = 200  # a page lists this many open conflicts; afi diff and GET /sync/conflicts list all
 # what a version is, as the timeline says it: one valid at the instant read is that instant's current one
 _STATUS = {"active": "current"}
 _AT = re.compile(r"^(/\.afi/at/[^/]+)(/.*)?$")
@@ -81,7 +82,22 @@ def browse(provider: Provider, caller: Caller, path: str, cursor: str | None) ->
         "more": href("browse", path=entry.path, cursor=page.next_cursor) if page.next_cursor else None,
         "can_create": _writable(caller, entry) and area in ("facts", "procedures", "working", "files"),
         "at_root": entry.path == "/",
+        "conflicts": conflicts(provider, caller) if entry.path == "/" else None,
     }
+
+
+def conflicts(provider: Provider, caller: Caller) -> dict[str, Any] | None:
+    """The space's open conflicts (the first :data:`MAX_CONFLICTS`), each with links to the current
+    version and to each it won over; None when the provider keeps none."""
+    if not isinstance(provider, ConflictsProvider):
+        return None
+    found = provider.open_conflicts(caller)
+    rows = [
+        {**c, "href": href("browse", path=c["path"]), "winner_href": href("browse", path=c["history"]),
+         "losers": [{**loser, "href": href("browse", path=loser["path"])} for loser in c["losers"]]}
+        for c in found[:MAX_CONFLICTS]
+    ]  # fmt: skip
+    return {"rows": rows, "total": len(found)}
 
 
 def _history_prefix(path: str) -> str:
@@ -225,4 +241,5 @@ def keys(provider: Provider, caller: Caller) -> dict[str, Any]:
     """The keys of the caller's space (needs afi:admin), and the stores it has synced with."""
     rows = _admin(provider).keys_list(caller)
     peers = provider.sync_status(caller) if isinstance(provider, SyncProvider) else []
-    return {"template": "keys.html", "title": "API keys", "keys": rows, "peers": peers}
+    return {"template": "keys.html", "title": "API keys", "keys": rows, "peers": peers,
+            "conflicts": conflicts(provider, caller)}  # fmt: skip

@@ -1,5 +1,5 @@
-"""The provider's verbs about time (issue 15): snapshots, diff, gc, fork and restore (export and import:
-import_verbs.py).
+"""The provider's verbs about time (issue 15): snapshots, diff, open conflicts, gc, fork and restore
+(export and import: import_verbs.py).
 
 Mixed into :class:`~.provider.MemoryProvider`, which supplies the store, the spaces, their write
 locks and ``_audited`` (lock, audit, run). Each verb here is thin: the work is in the modules it
@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,6 +30,7 @@ from .snapshots import Snapshot
 from .spaces import check_space_name
 from .timeline import Progress, space_summaries
 from .tree.at import AT_ROOT, instant
+from .tree.conflicts import open_conflicts
 from .tree.diff import NotesDiff, diff_notes
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ T = TypeVar("T")
 
 
 class TimeVerbs:
-    """Snapshots, diff, gc, fork and restore of the caller's space."""
+    """Snapshots, diff, open conflicts, gc, fork and restore of the caller's space."""
 
     audit: AuditLog
     root: Path
@@ -89,6 +91,12 @@ class TimeVerbs:
         """What changed in the caller's space's notes between two instants or snapshots (afi:read)."""
         caller.require("afi:read")
         return diff_notes(self._space(caller.space), since, until)
+
+    def open_conflicts(self, caller: Caller) -> builtins.list[dict[str, Any]]:
+        """The caller's space's open conflicts (afi:read): each name a sync settled that no write has
+        answered yet, with the versions it retired (tree/conflicts.py), by path."""
+        caller.require("afi:read")
+        return [asdict(found) for found in open_conflicts(self._space(caller.space))]
 
     def gc(self, caller: Caller, keep_days: int, *, every_space: bool = False, dry_run: bool = False,
            progress: Progress | None = None) -> GcReport:  # fmt: skip

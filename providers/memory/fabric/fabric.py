@@ -26,7 +26,7 @@ from .observed import episode_from, promoted_reflection
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
 from .rows import NAMED, file_name
 from .store import iso_now
-from .types import NOTE_KINDS, ForgetResult, MemoryNote, PromotedFrom, RecallResult
+from .types import NOTE_KINDS, WON_OVER, ForgetResult, MemoryNote, PromotedFrom, RecallResult, won_over
 from .workers import FabricSettings, evolve_neighbors, link_neighbors, resolve_settings
 from .working import append_block, check_label, read_blocks, set_block, tombstone_block
 
@@ -176,13 +176,16 @@ class MemoryFabric:
             if holder is not None and holder.id not in (incoming.id, incoming.supersedes):
                 raise MemoryConflictError(f"the {kind} name {name!r} is held by note {holder.id}")
             return Plan("supersede", target) if target is not None else Plan("insert")
+        # a version that won a sync's conflict is answered by a new version, whatever its text: the
+        # conflict closes with it (an in-place rewrite would not: a peer's state brings the links back)
         if kind == "file" and folding:
             current = self.find_file(incoming.path or "", as_of=now)
             if current is not None:
-                return Plan("update", chain_head(store, scope, current))
+                head = chain_head(store, scope, current)
+                return Plan("supersede" if won_over(head) else "update", head)
         if holder is not None:
             holder = chain_head(store, scope, holder)
-            if not folding:
+            if not folding or won_over(holder):
                 return Plan("supersede", holder)
             return plan_fold(incoming.content, FoldCandidate(holder, 1.0), 0.0)
         if unnamed_fold:
@@ -220,8 +223,12 @@ class MemoryFabric:
                 raise MemoryValidationError(f"valid_to {incoming.valid_to} is not after {starts}, when this version of "
                                             f"{old.id} would start")  # fmt: skip
             store.update_note(scope, old.model_copy(update={"valid_to": cut, "updated_at": now}))
+            # the old version's won_over links came back with its front matter (a read, edited, written):
+            # they stay with the version that won, so the conflict closes with this one
+            settled = set(won_over(old))
+            links = [link for link in incoming.links if not (link.relation == WON_OVER and link.id in settled)]
             incoming = incoming.model_copy(update={"supersedes": old.id, "name": incoming.name or old.name,
-                                                   "valid_from": starts})  # fmt: skip
+                                                   "valid_from": starts, "links": links})  # fmt: skip
         if incoming.name is None:
             incoming = incoming.model_copy(update={"name": incoming.id})
         store.insert_note(scope, incoming, embedding)

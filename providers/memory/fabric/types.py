@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "NOTE_KINDS",
     "RECALLABLE_KINDS",
+    "WON_OVER",
     "ExplainRow",
     "ForgetResult",
     "MemoryNote",
@@ -22,6 +23,7 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "Scope",
+    "won_over",
 ]
 
 NoteKind = Literal["fact", "procedure", "file", "working", "episode"]
@@ -47,6 +49,16 @@ class NoteLink(_Model):
     id: str
     relation: str = "related"
     weight: float | None = None
+
+
+# the relation a sync's settled conflict links the version that stayed current to each one it retired
+# (sync/apply.py): the conflict is open while that version is current (tree/conflicts.py)
+WON_OVER = "won_over"
+
+
+def won_over(note: MemoryNote) -> list[str]:
+    """Given a version, return the ids of the versions it won over in a sync's conflict, in link order."""
+    return [link.id for link in note.links if link.relation == WON_OVER]
 
 
 class PromotedFrom(_Model):
