@@ -27,6 +27,8 @@ from .sync.peers import Peer, peers, received, store_id
 from .sync.space_state import SpaceState, StateApplied, apply_space_state, read_space_state
 
 if TYPE_CHECKING:
+    from afi.auth.audit import AuditLog
+
     from .spaces import Space
     from .workspace.advisory import AdvisorySpaceLocks
     from .workspace.locks import SpaceLocks
@@ -41,6 +43,7 @@ class SyncVerbs:
 
     _db: Database
     _write_locks: SpaceLocks | AdvisorySpaceLocks
+    audit: AuditLog
 
     if TYPE_CHECKING:
 
@@ -57,8 +60,9 @@ class SyncVerbs:
         """The caller's space's changes after ``since`` for ``peer`` (leaving out what came from it)."""
         caller.require("afi:admin", path="/")
         memory = self._space(caller.space).fabric.memory
-        return read_batch(memory, store=self.store_id(), space=caller.space, since=since, peer=peer,
-                          limit=min(max(1, limit), MAX_BATCH_CHANGES))  # fmt: skip
+        batch = read_batch(memory, store=self.store_id(), space=caller.space, since=since, peer=peer,
+                           limit=min(max(1, limit), MAX_BATCH_CHANGES))  # fmt: skip
+        return self._sent(caller, batch, bool(batch.notes or batch.forgotten))
 
     def sync_received(self, caller: Caller, peer: str) -> int:
         """How far this store has applied ``peer``'s changes to the caller's space."""
@@ -90,8 +94,9 @@ class SyncVerbs:
     def sync_read_files(self, caller: Caller, *, since: int, peer: str) -> FileBatch:
         """The caller's space's file versions after ``since`` for ``peer``, with their kept bytes."""
         caller.require("afi:admin", path="/")
-        return read_file_batch(self._space(caller.space), store=self.store_id(), name=caller.space, since=since,
-                               peer=peer)  # fmt: skip
+        batch = read_file_batch(self._space(caller.space), store=self.store_id(), name=caller.space, since=since,
+                                peer=peer)  # fmt: skip
+        return self._sent(caller, batch, bool(batch.versions))
 
     def sync_file_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
         """:meth:`sync_read_files` as JSON (what a door sends)."""
@@ -123,7 +128,8 @@ class SyncVerbs:
     def sync_read_ledger(self, caller: Caller, *, since: int, peer: str) -> LedgerBatch:
         """The caller's space's ledger entries after ``since`` for ``peer`` (leaving out what came from it)."""
         caller.require("afi:admin", path="/")
-        return read_ledger_batch(self._db, store=self.store_id(), space=caller.space, since=since, peer=peer)
+        batch = read_ledger_batch(self._db, store=self.store_id(), space=caller.space, since=since, peer=peer)
+        return self._sent(caller, batch, bool(batch.entries))
 
     def sync_ledger_changes(self, caller: Caller, *, since: int, peer: str) -> dict[str, Any]:
         """:meth:`sync_read_ledger` as JSON (what a door sends)."""
@@ -171,6 +177,13 @@ class SyncVerbs:
                 return apply_space_state(conn, checked, space=caller.space, held=self._space(caller.space))
 
         return self._audited(caller, "sync", "/", run)
+
+    def _sent(self, caller: Caller, batch: T, holds: bool) -> T:
+        """A batch read for a peer, audited (``sync.send``) when it carries something: a sync is on
+        the record of both stores, the one that sent as well as the one that applied."""
+        if holds:
+            self.audit.record(caller, "sync.send", "/", "ok")
+        return batch
 
     def sync_status(self, caller: Caller) -> builtins.list[dict[str, Any]]:
         """The stores the caller's space has synced with, most recent first (needs afi:admin)."""

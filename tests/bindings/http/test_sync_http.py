@@ -98,6 +98,10 @@ def test_the_ledger_blocks_and_snapshots_through_the_http_door(tmp_path: Path, s
     assert [s["name"] for s in state["snapshots"]] == ["before-trip"] and list(state["blocks"]) == ["plan"]
     again = _sync(tmp_path, server, server.tokens["admin"])
     assert again.pulled.ledger_entries == again.pushed.ledger_entries == again.pushed.blocks == 0
+    verbs = [row["verb"] for row in MemoryProvider(server.db, server.root).audit.recent(limit=50)]
+    assert "sync.send" in verbs and "sync" in verbs  # on the server's record: what it sent, what it applied
+    here = [row["verb"] for row in laptop.audit.recent(limit=50)]
+    assert "sync" in here and "sync.send" in here  # and on the laptop's: what it pushed, what it pulled
 
 
 def test_keys_that_may_not_sync_and_bad_batches_are_refused(tmp_path: Path, server: AfiServer) -> None:
