@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from afi.errors import InvalidPath
 from afi.provider import Caller
@@ -79,15 +79,8 @@ class SyncVerbs:
         its write lock, audited."""
 
         def run() -> Applied:
-            caller.require("afi:admin", path="/")
-            if not isinstance(batch, Batch):
-                return apply_checked(Batch.from_json(batch))
-            return apply_checked(batch)
-
-        def apply_checked(batch: Batch) -> Applied:
-            if batch.space != caller.space:
-                raise InvalidPath(f"the batch holds changes of space {batch.space!r}, not of {caller.space!r}")
-            return apply_batch(self._space(caller.space).fabric.memory, batch, space=caller.space, label=label)
+            checked = _checked(caller, batch, Batch, "changes")
+            return apply_batch(self._space(caller.space).fabric.memory, checked, space=caller.space, label=label)
 
         return self._audited(caller, "sync", "/", run)
 
@@ -114,10 +107,7 @@ class SyncVerbs:
         space = self._space(caller.space)
 
         def run() -> FilesApplied:
-            caller.require("afi:admin", path="/")
-            checked = batch if isinstance(batch, FileBatch) else FileBatch.from_json(batch)
-            if checked.space != caller.space:
-                raise InvalidPath(f"the batch holds files of space {checked.space!r}, not of {caller.space!r}")
+            checked = _checked(caller, batch, FileBatch, "files")
             with self._db.transaction() as conn:
                 return apply_file_batch(space, conn, checked, name=caller.space, label=label)
 
@@ -146,10 +136,7 @@ class SyncVerbs:
         """Add a peer's ledger entries to the caller's space in one transaction, audited."""
 
         def run() -> LedgerApplied:
-            caller.require("afi:admin", path="/")
-            checked = batch if isinstance(batch, LedgerBatch) else LedgerBatch.from_json(batch)
-            if checked.space != caller.space:
-                raise InvalidPath(f"the batch holds entries of space {checked.space!r}, not of {caller.space!r}")
+            checked = _checked(caller, batch, LedgerBatch, "entries")
             with self._db.transaction() as conn:
                 return apply_ledger_batch(self._db, conn, checked, space=caller.space, label=label)
 
@@ -169,10 +156,7 @@ class SyncVerbs:
         its write lock, audited)."""
 
         def run() -> StateApplied:
-            caller.require("afi:admin", path="/")
-            checked = state if isinstance(state, SpaceState) else SpaceState.from_json(state)
-            if checked.space != caller.space:
-                raise InvalidPath(f"the state is of space {checked.space!r}, not of {caller.space!r}")
+            checked = _checked(caller, state, SpaceState, "blocks and snapshots")
             with self._db.transaction() as conn:
                 return apply_space_state(conn, checked, space=caller.space, held=self._space(caller.space))
 
@@ -194,3 +178,22 @@ class SyncVerbs:
     def sync_peers(self, space: str | None = None) -> builtins.list[Peer]:
         """The stores each space (or one) has synced with, most recent first."""
         return peers(self._db, space)
+
+
+class _Received(Protocol):
+    space: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Self: ...
+
+
+R = TypeVar("R", bound=_Received)
+
+
+def _checked(caller: Caller, sent: Any, kind: type[R], what: str) -> R:
+    """What a peer sent, as ``kind`` (its JSON checked), for the caller's space only (needs afi:admin)."""
+    caller.require("afi:admin", path="/")
+    checked = sent if isinstance(sent, kind) else kind.from_json(sent)
+    if checked.space != caller.space:
+        raise InvalidPath(f"the peer sent {what} of space {checked.space!r}, not of {caller.space!r}")
+    return checked

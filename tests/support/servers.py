@@ -70,6 +70,21 @@ def serve_store(db: Path | str, root: Path, *args: str, process: bool = False) -
 
 
 @contextmanager
+def serve_with_keys(folder: Path, keys: dict[str, tuple[str, tuple[str, ...]]]) -> Iterator[AfiServer]:
+    """Serve a new store in ``folder`` (``server.db``, ``server-files``) with a key per name in ``keys``
+    (the space it holds, its scopes); the server's ``tokens`` map each name to its token."""
+    from afi.auth.keys import KeyStore
+
+    db, root = folder / "server.db", folder / "server-files"
+    store = KeyStore(db)
+    tokens = {name: store.create(space=space, scopes=scopes, name=name)[1] for name, (space, scopes) in keys.items()}
+    store.close()
+    with serve_store(db, root) as running:
+        running.tokens = tokens
+        yield running
+
+
+@contextmanager
 def start_afi_serve(db: Path | str, root: Path, *args: str, timeout: float = 60.0) -> Iterator[AfiServer]:
     """Run ``afi serve --port 0`` on 127.0.0.1 over ``db``/``root``; yield it once it answers."""
     cmd = [sys.executable, "-c", "from afi.cli import main; main()", "serve", "--host", "127.0.0.1", "--port", "0"]

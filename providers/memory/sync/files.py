@@ -29,6 +29,7 @@ from afi.errors import AfiError, InvalidPath, TooLarge
 from ..tree.file_history import digest_now, keep_before
 from ..workspace.history import _check_version
 from ..workspace.workspace import is_reserved
+from .frame import check_frame
 from .peers import record_received
 
 if TYPE_CHECKING:
@@ -65,20 +66,8 @@ class FileBatch:
     def from_json(cls, data: Any) -> FileBatch:
         """Given a batch as received, return it with its blobs decoded and checked against their digests;
         InvalidPath naming what is wrong, TooLarge past :data:`MAX_FILE_CHANGES`."""
-        keys = {"store", "space", "since", "upto", "more", "versions", "blobs"}
-        if not isinstance(data, dict) or set(data) != keys:
-            raise InvalidPath(f"a file sync batch is an object of exactly {', '.join(sorted(keys))}")
-        if not all(isinstance(data[k], str) and data[k] for k in ("store", "space")):
-            raise InvalidPath("a file sync batch's store and space are non-empty strings")
-        since, upto = data["since"], data["upto"]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in (since, upto)) or (
-            upto < since
-        ):
-            raise InvalidPath("a file sync batch's since and upto are change numbers, upto not below since")
-        if not isinstance(data["more"], bool) or not isinstance(data["versions"], list):
-            raise InvalidPath("a file sync batch's more is true or false and its versions a list")
-        if len(data["versions"]) > MAX_FILE_CHANGES:
-            raise TooLarge(f"a file sync batch holds at most {MAX_FILE_CHANGES} versions")
+        since, upto = check_frame(data, what="a file sync batch", items="versions", extra=frozenset({"blobs"}),
+                                  cap=MAX_FILE_CHANGES)  # fmt: skip
         if not isinstance(data["blobs"], dict):
             raise InvalidPath("a file sync batch's blobs map digests to base64 bytes")
         blobs: dict[str, bytes] = {}

@@ -27,13 +27,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from afi.errors import AfiError, InvalidPath, TooLarge
+from afi.errors import AfiError, InvalidPath
 from afi.storage.database import Connection, Database
 
 from ..bundle.checks import ENTRY_TYPES, check_instant, check_session_id
 from ..ledger.index import index_messages
 from ..ledger.records import MAX_ID_CHARS, MAX_TEXT_CHARS, ROLES
 from ..ledger.session import _WRITE_LOCK
+from .frame import check_frame
 from .peers import record_received
 
 __all__ = ["MAX_LEDGER_CHANGES", "LedgerApplied", "LedgerBatch", "apply_ledger_batch", "read_ledger_batch"]
@@ -64,21 +65,7 @@ class LedgerBatch:
     def from_json(cls, data: Any) -> LedgerBatch:
         """Given a batch as received, return it; InvalidPath naming what is wrong with its shape (each
         entry is checked when applied), TooLarge past :data:`MAX_LEDGER_CHANGES`."""
-        keys = {"store", "space", "since", "upto", "more", "entries"}
-        if not isinstance(data, dict) or set(data) != keys:
-            raise InvalidPath(f"a ledger sync batch is an object of exactly {', '.join(sorted(keys))}")
-        if not all(isinstance(data[k], str) and data[k] for k in ("store", "space")):
-            raise InvalidPath("a ledger sync batch's store and space are non-empty strings")
-        since, upto = data["since"], data["upto"]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63 for v in (since, upto)) or (
-            upto < since
-        ):
-            raise InvalidPath("a ledger sync batch's since and upto are entry numbers, upto not below since")
-        if not isinstance(data["more"], bool) or not isinstance(data["entries"], list):
-            raise InvalidPath("a ledger sync batch's more is true or false and its entries a list")
-        if len(data["entries"]) > MAX_LEDGER_CHANGES:
-            raise TooLarge(f"a ledger sync batch holds at most {MAX_LEDGER_CHANGES} entries; this one has "
-                           f"{len(data['entries'])}")  # fmt: skip
+        since, upto = check_frame(data, what="a ledger sync batch", items="entries", cap=MAX_LEDGER_CHANGES)
         return cls(data["store"], data["space"], since, upto, data["more"], data["entries"])
 
 

@@ -11,24 +11,16 @@ import httpx
 import pytest
 
 from afi.app.sync import sync_stores
-from afi.auth.keys import LOCAL_OWNER, KeyStore
+from afi.auth.keys import LOCAL_OWNER
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.sync.states import state_of
-from tests.support.servers import AfiServer, serve_store
+from tests.support.servers import AfiServer, serve_with_keys
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AfiServer]:
-    db, root = tmp_path / "server.db", tmp_path / "server-files"
-    keys = KeyStore(db)
-    tokens = {
-        "admin": keys.create(space="default", scopes=("afi:admin",), name="laptop")[1],
-        "writer": keys.create(space="default", scopes=("afi:write",), name="writer")[1],
-        "other": keys.create(space="other", scopes=("afi:admin",), name="other")[1],
-    }
-    keys.close()
-    with serve_store(db, root) as running:
-        running.tokens = tokens
+    with serve_with_keys(tmp_path, {"admin": ("default", ("afi:admin",)), "writer": ("default", ("afi:write",)),
+                                     "other": ("other", ("afi:admin",))}) as running:  # fmt: skip
         yield running
 
 
