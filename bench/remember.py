@@ -174,10 +174,12 @@ def _single_and_batch(url: str, embedder: Any, singles: list[str], batched: list
         warm_ms = warm_index(fabric)
         single, single_cpu = remember_rate(fabric, singles)
         batch, batch_cpu = batch_rate(fabric, batched)
+        ceiling = embed_rate(embedder, batched)
     finally:
         memory.close()
     return {
         "index_load_ms": round(warm_ms, 1),
+        "embed_only_notes_per_s": round(ceiling, 1),
         "single_notes_per_s": round(single, 1),
         "single_cpu_notes_per_s": round(single_cpu, 1),
         "batch_notes_per_s": round(batch, 1),
@@ -187,7 +189,17 @@ def _single_and_batch(url: str, embedder: Any, singles: list[str], batched: list
     }
 
 
-def run_batch(*, quick: bool = False, bases: tuple[int, ...] | None = None) -> dict[str, Any]:
+def embed_rate(embedder: Any, texts: list[str]) -> float:
+    """The embedder alone over ``texts``, ``BATCH`` a call as ``remember_many`` gives them: texts/s, the
+    most a batch of writes could reach with this embedder whatever the store does."""
+    started = time.perf_counter()
+    for at in range(0, len(texts), BATCH):
+        embedder.embed(texts[at : at + BATCH])
+    return len(texts) / (time.perf_counter() - started)
+
+
+def run_batch(*, quick: bool = False, bases: tuple[int, ...] | None = None,
+              minilm_base: int = 1_000) -> dict[str, Any]:  # fmt: skip
     """Measure remember_many against single remembers (see the module) on both engines; print the table,
     write ``remember_batch.json``, return it."""
     from afi.app.dbcopy import CopyPlan, copy_store
@@ -200,7 +212,7 @@ def run_batch(*, quick: bool = False, bases: tuple[int, ...] | None = None) -> d
     runs: list[tuple[str, Any, int, int, int]] = [
         ("hash", HashEmbedder, base, 200 if quick else 1_000, 1_000 if quick else 5_000) for base in hash_bases
     ]
-    runs.append(("minilm", OnnxMiniLM, 1_000, 50 if quick else 200, 500 if quick else 1_000))
+    runs.append(("minilm", OnnxMiniLM, minilm_base, 50 if quick else 200, 500 if quick else 1_000))
     results, rows = [], []
     with tempfile.TemporaryDirectory(prefix="afi-bench-") as tmp, postgres_server(settings=SERVER_SETTINGS) as server:
         databases = Databases(server)
@@ -221,13 +233,23 @@ def run_batch(*, quick: bool = False, bases: tuple[int, ...] | None = None) -> d
                 results.append(result)
                 rows.append((name, engine, f"{base:,}", measured["index_load_ms"], measured["single_notes_per_s"],
                              measured["batch_notes_per_s"], measured["batch_cpu_notes_per_s"],
-                             f"{measured['ratio']:.2f}x"))  # fmt: skip
+                             f"{measured['ratio']:.2f}x", measured["embed_only_notes_per_s"]))  # fmt: skip
             databases.drop(pg_url)
         databases.close()
     print_table(
         f"remember_many ({BATCH} a batch) against single remembers, consolidation on, goal >= "
         f"{GOAL_BATCH_NOTES_PER_S:,.0f} notes/s",
-        ["embedder", "engine", "base notes", "index load ms", "single /s", "batch /s", "batch /s cpu", "ratio"],
+        [
+            "embedder",
+            "engine",
+            "base notes",
+            "index load ms",
+            "single /s",
+            "batch /s",
+            "batch /s cpu",
+            "ratio",
+            "embedder alone /s",
+        ],
         rows,
     )
     pairs = [
@@ -304,11 +326,16 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--batch", action="store_true", help="remember_many against single remembers")
     parser.add_argument("--bases", help="comma-separated base sizes for --batch (hash embedder)")
+    parser.add_argument("--minilm-base", type=int, default=1_000, help="the MiniLM base size for --batch")
     parser.add_argument("--import", dest="imports", action="store_true", help="afi import of a mem0 export")
     args = parser.parse_args()
     if args.imports:
         run_import(quick=args.quick)
     elif args.batch:
-        run_batch(quick=args.quick, bases=tuple(int(b) for b in args.bases.split(",")) if args.bases else None)
+        run_batch(
+            quick=args.quick,
+            bases=tuple(int(b) for b in args.bases.split(",")) if args.bases else None,
+            minilm_base=args.minilm_base,
+        )
     else:
         run(quick=args.quick)
