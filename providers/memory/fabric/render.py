@@ -16,6 +16,7 @@ import yaml
 from .errors import MemoryValidationError
 from .front_matter import load_front_matter, yaml_problem
 from .types import MemoryNote
+from .yaml_lines import field_lines
 
 __all__ = [
     "READ_ONLY_FIELDS",
@@ -112,39 +113,32 @@ def _dumper_for(front: dict[str, Any]) -> type[yaml.SafeDumper]:
 def render_front(note: MemoryNote) -> str:
     """Given a note, return the head of its Markdown: ``---``, the front matter, ``---``, each on its line."""
     data = note.model_dump(mode="json", exclude_none=True, exclude={"scope"})
-    front: dict[str, Any] = {}
+    lines = ["---\n"]
     for key in _ORDER:
         value = data.get(key)
         if value is None or value == [] or value == {}:
             continue
-        front[key] = value
-    head = yaml.dump(front, Dumper=_dumper_for(front), sort_keys=False, allow_unicode=True, width=1_000_000)
-    return f"---\n{head}---\n"
+        # each top-level field's lines are the same whether dumped alone or with the others
+        lines.append(field_lines(key, value) or _dump({key: value}))
+    lines.append("---\n")
+    return "".join(lines)
 
 
-# what YAML reads a plain scalar as: a value it would read as anything but text is written quoted
-_RESOLVER = yaml.resolver.Resolver()
-_STR_TAG = "tag:yaml.org,2002:str"
-# the values a reading edits (times, ids, status words), whose line is said without a YAML emitter
-_SIMPLE = re.compile(r"[0-9a-z]+|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")
-_KEY = re.compile(r"[a-z_]+")
+def _dump(front: dict[str, Any]) -> str:
+    return yaml.dump(front, Dumper=_dumper_for(front), sort_keys=False, allow_unicode=True, width=1_000_000)
 
 
 def render_field(key: str, value: str) -> str:
     """Given a field and a one-line value, return its line of the front matter as :func:`render_front`
     writes it (a top-level field of text is one line of its own)."""
-    if _KEY.fullmatch(key) and _SIMPLE.fullmatch(value):
-        # as the emitter chooses: plain when YAML reads it back as text, else single-quoted (about 50
-        # times faster than a dump, which a listing of /history would make for every version)
-        plain = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG  # type: ignore[no-untyped-call]
-        return f"{key}: {value}\n" if plain else f"{key}: '{value}'\n"
-    return dump_field(key, value)
+    # without the emitter where it can (about 50 times faster than a dump, which a listing of /history
+    # would make for every version)
+    return field_lines(key, value) or dump_field(key, value)
 
 
 def dump_field(key: str, value: str) -> str:
     """:func:`render_field` through the YAML emitter, whatever the value."""
-    return yaml.dump({key: value}, Dumper=_dumper_for({key: value}), sort_keys=False, allow_unicode=True,
-                     width=1_000_000)  # fmt: skip
+    return _dump({key: value})
 
 
 def render_note(note: MemoryNote) -> str:
