@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+from datetime import datetime
 from typing import Any
 
 from afi.errors import AfiError, InvalidPath
@@ -43,6 +45,7 @@ __all__ = [
 ENTRY_TYPES = frozenset({"message", "observation", "reflection", "om.scope.open", "om.scope.close", "om.scope.bound"})
 _NOTE_TIMES = ("ingested_at", "created_at", "updated_at", "t_ref", "valid_from", "valid_to", "forgotten_at")
 _MTIME_MAX = (1 << 63) - 1
+_WRITTEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 def loads(data: bytes | str, where: str, what: str = "") -> Any:
@@ -57,6 +60,12 @@ def loads(data: bytes | str, where: str, what: str = "") -> Any:
 
 def check_instant(value: Any, label: str, where: str) -> str:
     """A time as the store writes it (``YYYY-MM-DDTHH:MM:SS.mmmZ``); InvalidPath otherwise."""
+    if isinstance(value, str) and _WRITTEN.fullmatch(value):
+        try:
+            datetime.fromisoformat(value[:-1])  # written as the store writes: only a date that is one is left
+            return value
+        except ValueError:
+            pass
     try:
         canonical = canonical_time(value, label)
     except MemoryValidationError as err:

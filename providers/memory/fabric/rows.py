@@ -107,19 +107,21 @@ def note_state(note: MemoryNote) -> dict[str, Any]:
     return state
 
 
+_JSON_AT = tuple((NOTE_COLUMNS.index(key), key) for key in _JSON_FIELDS)
+
+
 def _note_values(note: MemoryNote) -> list[Any]:
-    values: list[Any] = []
-    for key in NOTE_COLUMNS:
-        value = getattr(note, key)
-        if key in _JSON_FIELDS:
-            if key == "links":
-                value = [link.model_dump(exclude_none=True) for link in value] or None
-            elif key == "promoted_from":
-                value = value.model_dump() if value is not None else None
-            elif isinstance(value, list) and not value:
-                value = None
-            value = json.dumps(value, separators=(",", ":")) if value is not None else None
-        values.append(value)
+    values: list[Any] = [getattr(note, key) for key in NOTE_COLUMNS]
+    for at, key in _JSON_AT:
+        value = values[at]
+        if not value:  # None, or an empty list or mapping: NULL, as for a note without it
+            values[at] = None if value is None or isinstance(value, list) else json.dumps(value, separators=(",", ":"))
+            continue
+        if key == "links":
+            value = [link.model_dump(exclude_none=True) for link in value]
+        elif key == "promoted_from":
+            value = value.model_dump()
+        values[at] = json.dumps(value, separators=(",", ":"))
     return values
 
 

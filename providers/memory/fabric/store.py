@@ -1,5 +1,5 @@
 """The store under the memory fabric: notes, their indexes and their changes (working blocks and
-lineage: :mod:`.side_rows`).
+lineage: :mod:`.side_rows`; many new notes at once: :mod:`.bulk`).
 
 One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection per thread), a
 PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection, Database, open_database
 
+from .bulk import BulkNotes
 from .changes import NoteChanges
 from .choice import short_name
 from .errors import MemoryValidationError
@@ -64,7 +65,7 @@ def _pg_notes(database: Database) -> PgNotes:
     return PgNotes(database)
 
 
-class Store(ScopeSideRows, NoteChanges):
+class Store(ScopeSideRows, NoteChanges, BulkNotes):
     """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:

@@ -5,11 +5,9 @@ it holds another state of it, and left alone when it holds the same. A version t
 not taken back (a forget wins over an edit), unless the peer holds it under legal hold (a hold wins
 over a forget). A forget deletes the version here unless it is held here.
 
-Then every name the batch touched is settled: two current versions of one name (each side wrote a
-new version of it since they last synced) are a conflict, and both stores resolve it alike: the
-version written last (``created_at``, then id) stays current, the other is retired at that instant
-(it stays in ``/history``), and the winner links to it (``won_over``), which its front matter shows.
-The conflicts are reported. Last, the peer's ``upto`` is recorded in the same transaction.
+The versions new here are inserted together (:meth:`~..fabric.store.Store.insert_notes`), the others
+merged one by one. Then every name and file path the batch touched is settled (:mod:`.settle`) and
+the conflicts are reported. Last, the peer's ``upto`` is recorded in the same transaction.
 """
 
 from __future__ import annotations
@@ -26,10 +24,10 @@ from ..bundle.checks import check_note
 from ..bundle.layout import NOTE_ID
 from ..fabric.embedders import embedding_text
 from ..fabric.memory import Memory
-from ..fabric.rows import NAMED, file_name
 from ..fabric.types import MemoryNote
 from .batches import Batch
 from .peers import record_received
+from .settle import Conflict, settle_names, settle_paths
 from .states import kept_loser, merge, note_of, state_of
 
 __all__ = ["Applied", "Conflict", "apply_batch"]
@@ -37,16 +35,6 @@ __all__ = ["Applied", "Conflict", "apply_batch"]
 # a peer's write stamps may run this far ahead of this store's clock (clocks differ); further is refused
 CLOCK_SKEW = timedelta(minutes=10)
 _STAMPS = ("ingested_at", "created_at", "updated_at", "forgotten_at")
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Two current versions of one name met: ``kept`` stays current, ``retired`` went to history."""
-
-    kind: str
-    name: str
-    kept: str
-    retired: str
 
 
 @dataclass
@@ -117,50 +105,18 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
         ids = [n.id for n in notes] + batch.forgotten
         local = {n.id: n for n in _by_ids(memory, ids)}
         forgotten_here = store.forgotten(scope, [n.id for n in notes if n.id not in local])
-        touched: set[tuple[str, str]] = set()
-        paths: set[str] = set()  # a file's notes are one file's versions whatever their names
-
-        def vector(note: MemoryNote) -> Any:
-            if note.content not in vectors:
-                vectors[note.content] = memory.embedder.embed([embedding_text(note)])[0]
-            return vectors[note.content]
-
+        # the versions new here go in together (most of a first sync's): a forget here wins unless held there
+        new = [n for n in notes if n.id not in local and (n.id not in forgotten_here or n.status == "legal_hold")]
+        store.insert_notes(scope, new, [vectors[n.content] for n in new], origin=origin)
+        applied.inserted = len(new)
+        inserted = {n.id for n in new}
+        local.update((n.id, n) for n in new)
+        touched = list(new)
         for note in notes:
-            incoming = state_of(note)
             mine = local.get(note.id)
-            if mine is None:
-                if note.id in forgotten_here and note.status != "legal_hold":
-                    continue
-                store.insert_note(scope, note, vector(note), origin=origin)
-                local[note.id] = note
-                applied.inserted += 1
-            else:
-                ours = state_of(mine)
-                merged = merge(ours, incoming)
-                if merged == ours:
-                    if incoming != ours:
-                        # ours won over the peer's (an older state, or a tie of write times broken by the
-                        # digest, among three stores): say it again, so the peer hears of it at its next
-                        # sync instead of keeping the state it sent
-                        store.restate_note(scope, note.id)
-                    continue
-                result = note_of(merged, scope, f"version {note.id}")
-                embedding = vector(result) if merged["content"] != ours["content"] else None
-                store.update_note(scope, result, embedding, origin=origin if merged == incoming else None)
-                local[note.id] = result
-                applied.merged += 1
-                kept = kept_loser(ours, incoming, merged)
-                if kept is not None and kept["id"] not in local and not _by_ids(memory, [kept["id"]]):
-                    kept_note = note_of(kept, scope, f"version {note.id}")
-                    store.insert_note(scope, kept_note, vector(kept_note))
-                    local[kept_note.id] = kept_note
-                    # one version rewritten on both sides: its losing text is kept, and said
-                    lost_name = (mine.name if merged["content"] != ours["content"] else note.name) or note.id
-                    applied.conflicts.append(Conflict(note.kind, lost_name, note.id, kept_note.id))
-            if note.name is not None:
-                touched.add((note.kind, note.name))
-            if note.kind == "file" and note.path is not None:
-                paths.add(note.path)
+            if note.id not in inserted and mine is not None and _merged(memory, note, mine, origin, vectors, local,
+                                                                        applied):  # fmt: skip
+                touched.append(note)
         for note_id in batch.forgotten:
             mine = local.get(note_id)
             if mine is not None and mine.status != "legal_hold":
@@ -168,12 +124,46 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
             elif mine is not None:
                 # a hold here wins over the peer's forget: a change of ours sends the held version back
                 store.update_note(scope, mine)
-        for kind, name in sorted(touched):
-            applied.conflicts += _settle(memory, kind, name, f"kind = ? AND {NAMED}", (kind, file_name(name)))
-        for path in sorted(paths):
-            applied.conflicts += _settle(memory, "file", path, "kind = 'file' AND path = ?", (path,))
+        applied.conflicts += settle_names(memory, ((n.kind, n.name) for n in touched if n.name is not None))
+        applied.conflicts += settle_paths(memory, (n.path for n in touched if n.kind == "file" and n.path is not None))
         record_received(conn, space, origin, label, batch.upto)
     return applied
+
+
+def _merged(memory: Memory, note: MemoryNote, mine: MemoryNote, origin: str, vectors: dict[str, Any],
+            local: dict[str, MemoryNote], applied: Applied) -> bool:  # fmt: skip
+    """Merge the peer's state of a version (``note``, from the store ``origin``) into ours (``mine``),
+    keeping a losing text as a version of its own; return whether ours changed."""
+    store, scope = memory.store, memory.scope
+    incoming, ours = state_of(note), state_of(mine)
+    merged = merge(ours, incoming)
+    if merged == ours:
+        if incoming != ours:
+            # ours won over the peer's (an older state, or a tie of write times broken by the digest,
+            # among three stores): say it again, so the peer hears of it at its next sync instead of
+            # keeping the state it sent
+            store.restate_note(scope, note.id)
+        return False
+
+    def vector(text_of: MemoryNote) -> Any:
+        if text_of.content not in vectors:
+            vectors[text_of.content] = memory.embedder.embed([embedding_text(text_of)])[0]
+        return vectors[text_of.content]
+
+    result = note_of(merged, scope, f"version {note.id}")
+    embedding = vector(result) if merged["content"] != ours["content"] else None
+    store.update_note(scope, result, embedding, origin=origin if merged == incoming else None)
+    local[note.id] = result
+    applied.merged += 1
+    kept = kept_loser(ours, incoming, merged)
+    if kept is not None and kept["id"] not in local and not _by_ids(memory, [kept["id"]]):
+        kept_note = note_of(kept, scope, f"version {note.id}")
+        store.insert_note(scope, kept_note, vector(kept_note))
+        local[kept_note.id] = kept_note
+        # one version rewritten on both sides: its losing text is kept, and said
+        lost_name = (mine.name if merged["content"] != ours["content"] else note.name) or note.id
+        applied.conflicts.append(Conflict(note.kind, lost_name, note.id, kept_note.id))
+    return True
 
 
 def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, Any]:
@@ -189,7 +179,7 @@ def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, Any]:
     for note_id, text in batch.vectors.items():
         try:
             vector = unpack_vector(base64.b64decode(text, validate=True))
-        except (binascii.Error, ValueError):
+        except (binascii.Error, ValueError, IndexError):  # IndexError: a sparse component past the dims
             raise InvalidPath(f"vectors[{note_id[:16]!r}]: not base64 of a stored vector") from None
         if vector.shape != (dims,) or not np.isfinite(vector).all():
             raise InvalidPath(f"vectors[{note_id[:16]!r}]: not a vector of {dims} finite components")
@@ -203,30 +193,3 @@ def _by_ids(memory: Memory, ids: list[str]) -> list[MemoryNote]:
         chunk = ids[start : start + 500]
         out += memory.store.select_notes(memory.scope, f"id IN ({', '.join('?' * len(chunk))})", chunk)
     return out
-
-
-def _settle(memory: Memory, kind: str, name: str, where: str, params: tuple[str | None, ...]) -> list[Conflict]:
-    """Leave one current version of a name (or of a file's path: ``where`` and ``params`` select its
-    versions): the one written last stays, the others retire at its instant and the winner links to
-    each (every store that holds the same versions settles alike)."""
-    store, scope = memory.store, memory.scope
-    # ordered by id, SQLite's planner walks the whole scope by its key instead of the name's index
-    active = store.select_notes(scope, f"{where} AND status = 'active'", params, order="created_at")
-    # a version whose window ends after the newest one was written is current too (a valid_to ahead, as
-    # each side's own supersede never leaves it): the rows decide, not each store's clock
-    newest = max((n.created_at for n in active), default="")
-    current = [n for n in active if n.valid_to is None or n.valid_to > newest]
-    if len(current) < 2:
-        return []
-    winner = max(current, key=lambda n: (n.created_at, n.id))
-    links = [link.model_dump(exclude_none=True) for link in winner.links]
-    conflicts: list[Conflict] = []
-    for loser in sorted((n for n in current if n is not winner), key=lambda n: n.id):
-        at = max(winner.created_at, loser.valid_from or "")
-        updated = max(loser.updated_at or loser.created_at, winner.created_at)
-        store.update_note(scope, loser.model_copy(update={"valid_to": at, "updated_at": updated}))
-        if not any(link["id"] == loser.id and link.get("relation") == "won_over" for link in links):
-            links.append({"id": loser.id, "relation": "won_over"})
-        conflicts.append(Conflict(kind, name, winner.id, loser.id))
-    store.update_note(scope, note_of({**state_of(winner), "links": links}, scope, f"version {winner.id}"))
-    return conflicts

@@ -35,6 +35,7 @@ from ..fabric.types import MemoryNote, Scope
 __all__ = ["FIELDS", "digest", "kept_loser", "merge", "note_of", "state_of"]
 
 FIELDS = NOTE_COLUMNS
+_FIELD_SET = frozenset(FIELDS)
 _UNIONS = ("tags", "keywords", "source_entry_ids")
 
 
@@ -48,9 +49,9 @@ def note_of(state: Any, scope: Scope, where: str) -> MemoryNote:
     and the field when it is not one."""
     if not isinstance(state, dict):
         raise InvalidPath(f"{where}: a note state is an object of its fields")
-    missing = [key for key in FIELDS if key not in state]
-    unknown = sorted(str(key) for key in state if key not in FIELDS)
-    if missing or unknown:
+    if state.keys() != _FIELD_SET:
+        missing = [key for key in FIELDS if key not in state]
+        unknown = sorted(str(key) for key in state if key not in _FIELD_SET)
         said = "; ".join(x for x in (missing and f"missing {', '.join(missing)}", unknown and
                                       f"unknown {', '.join(unknown)}") if x)  # fmt: skip
         raise InvalidPath(f"{where}: {said}")

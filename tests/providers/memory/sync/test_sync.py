@@ -15,6 +15,7 @@ import pytest
 
 from afi.auth.keys import LOCAL_OWNER
 from afi.errors import AfiError, Conflict, InvalidPath, TooLarge
+from afi.model import SearchRequest
 from afi.providers.memory.fabric.embedders import HashEmbedder
 from afi.providers.memory.provider import MemoryProvider
 from afi.providers.memory.sync import MAX_BATCH_CHANGES, Batch, LocalEndpoint, sync
@@ -355,6 +356,11 @@ def test_the_peers_vectors_travel_when_both_use_one_embedder(tmp_path: Path) -> 
     c = MemoryProvider(tmp_path / "c.db", tmp_path / "files-c", embedder=HashEmbedder())
     with pytest.raises(InvalidPath, match="finite components"):  # 0x7c00 is +inf at half precision
         c.sync_apply(LOCAL_OWNER, broken, label="a")
+    past = b"s" + (384).to_bytes(2, "little") + (999).to_bytes(2, "little") + b"\x00\x3c"  # component 999 of 384
+    broken.vectors = {batch.notes[0]["id"]: base64.b64encode(past).decode()}
+    with pytest.raises(InvalidPath, match="not base64 of a stored vector"):
+        c.sync_apply(LOCAL_OWNER, broken, label="a")
+    assert c.sync_peers() == []
 
 
 def test_a_held_version_forgotten_on_the_side_that_held_it_comes_back_from_the_other(pair: Pair) -> None:
@@ -397,3 +403,36 @@ def test_a_version_with_a_window_ending_ahead_written_on_one_side_is_settled_lik
     sync(laptop, server)
     assert _versions(a) == _versions(b)
     assert _current(a, "units") == _current(b, "units")  # each side read the version it wrote last
+
+
+def _rows(provider: MemoryProvider) -> dict[str, tuple[Any, ...]]:
+    """Every note row of the space by id, as stored: its fields, rendering and vector (not its seq or rowid)."""
+    conn = provider.fabric("default").memory.store.conn()
+    names = [r[1] for r in conn.execute("PRAGMA table_info(notes)") if r[1] not in ("rowid", "seq")]
+    return {row[names.index("id")]: row for row in conn.execute(f"SELECT {', '.join(names)} FROM notes")}
+
+
+def test_a_batch_of_new_versions_is_stored_as_the_store_writes_them_and_found_by_every_search(pair: Pair) -> None:
+    a, b, laptop, server = pair
+    items: list[dict[str, Any]] = [
+        {"kind": "fact", "name": f"n{i}", "content": f"plain fact number {i} about zephyrs"} for i in range(300)
+    ]
+    items += [
+        {"kind": "fact", "name": "deploy-day", "content": "Deploys: Tuesdays\nnever Fridays", "tags": ["ops", "yes"],
+         "keywords": ["deploy", "café"], "context": "a: runbook # 2", "importance": 0.25},
+        {"kind": "procedure", "name": "rollback", "content": "roll back with the canary first", "context": "two\nlines",
+         "valid_from": "2021-06-01T00:00:00.000Z", "valid_to": "2035-01-01T00:00:00.000Z"},
+        {"kind": "fact", "content": "a note with no name, 日本語 and 😀", "tags": ["null", "1e3", "x-y"]},
+    ]  # fmt: skip
+    a.remember_many(LOCAL_OWNER, items)
+    report = sync(laptop, server)
+    assert report.pushed.inserted == len(items) and report.pushed.batches == 1
+    assert _rows(a) == _rows(b)
+    memory = b.fabric("default").memory
+    origins = {row[0] for row in memory.store.conn().execute("SELECT DISTINCT origin FROM note_changes")}
+    assert origins == {laptop.identity()}
+    assert len(memory.store.changes_since(memory.scope, 0)) == len(items)
+    for query in ("zephyrs", "Fridays", "runbook", "日本語", {"semantic": "fridays deploys"}):
+        request = SearchRequest.model_validate({"query": query, "limit": 1000})
+        found = [m.path for m in b.search(LOCAL_OWNER, request).matches]
+        assert found and found == [m.path for m in a.search(LOCAL_OWNER, request).matches], query
