@@ -116,23 +116,23 @@ def read_file_batch(space: Space, *, store: str, name: str, since: int, peer: st
             (name, since),
         ).fetchall()
     batch = FileBatch(store, name, since, since, more=len(rows) == MAX_FILE_CHANGES)
+    # the blobs' sizes first, then the bytes of those the batch takes: two reads a batch, not one a blob
+    kept = space.files.kept_sizes(sha for _, _, sha, _, _, _, origin in rows if sha is not None and origin != peer)
+    taken: set[str] = set()
     budget = MAX_FILE_BATCH_BYTES
     for id_, path, sha, size, at, op, origin in rows:
-        blob = None
-        if sha is not None and origin != peer and sha not in batch.blobs:
-            kept = space.files.blobs([sha])
-            blob = kept.get(sha)
-        cost = len(blob) if blob is not None else 0
-        if batch.versions and cost > budget:
+        cost = kept[sha] if origin != peer and sha in kept and sha not in taken else None
+        if batch.versions and (cost or 0) > budget:
             batch.more = True
             break
         batch.upto = int(id_)
         if origin == peer:
             continue
         batch.versions.append({"path": path, "sha256": sha, "size": int(size), "at": at, "op": op})
-        if blob is not None:
-            batch.blobs[sha] = blob
+        if cost is not None:
+            taken.add(sha)
             budget -= cost
+    batch.blobs = space.files.blobs(taken)
     return batch
 
 

@@ -3,14 +3,15 @@
 Either side is an :class:`Endpoint`: this store through its provider (:class:`LocalEndpoint`), or
 another reached however it is reached (another store file, an ``afi serve`` URL). A pull asks the
 remote for its changes after the seq this store recorded for it and applies them here, batch by
-batch, each batch one transaction that also moves the recorded seq; a push is the same with the roles
-swapped. A sync killed between batches resumes from the last one applied; one killed inside a batch
-leaves that batch unapplied.
+batch, each batch one transaction that also moves the recorded seq (the next batch is read meanwhile);
+a push is the same with the roles swapped. A sync killed between batches resumes from the last one
+applied; one killed inside a batch leaves that batch unapplied.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -268,13 +269,18 @@ class _Steps:
     def drain(self, received: Callable[[str], int], read: Callable[..., B], apply: Callable[..., R],
               count: Callable[[B, R | None], None], holds: Callable[[B], bool]) -> None:  # fmt: skip
         since = received(self.source_id)
-        while True:
+        # the next batch is read while the other side applies this one (a read changes nothing: one
+        # read ahead in vain, when an apply fails, costs only its time)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="afi-sync-read") as ahead:
             batch = read(since=since, peer=self.target_id)
-            if batch.upto <= since and not holds(batch):
-                return
-            count(batch, None if self.dry_run else apply(batch, label=self.label))
-            if self.progress is not None:
-                self.progress(self.traffic)
-            since = batch.upto
-            if not batch.more:
-                return
+            while True:
+                if batch.upto <= since and not holds(batch):
+                    return
+                following = ahead.submit(read, since=batch.upto, peer=self.target_id) if batch.more else None
+                count(batch, None if self.dry_run else apply(batch, label=self.label))
+                if self.progress is not None:
+                    self.progress(self.traffic)
+                since = batch.upto
+                if following is None:
+                    return
+                batch = following.result()

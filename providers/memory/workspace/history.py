@@ -260,15 +260,19 @@ class FileHistory:
 
     def kept_blobs(self, shas: Iterable[str]) -> set[str]:
         """Which of these blobs keep their bytes (without reading them)."""
+        return set(self.kept_sizes(shas))
+
+    def kept_sizes(self, shas: Iterable[str]) -> dict[str, int]:
+        """The size of each of these blobs that keeps its bytes (without reading them)."""
         wanted = list(dict.fromkeys(shas))
-        found: set[str] = set()
+        found: dict[str, int] = {}
         for start in range(0, len(wanted), 200):
             chunk = wanted[start : start + 200]
             with self._db.read() as conn:
                 rows = conn.execute(
-                    f"SELECT sha256 FROM file_blobs WHERE sha256 IN ({', '.join('?' * len(chunk))})", chunk
+                    f"SELECT sha256, size FROM file_blobs WHERE sha256 IN ({', '.join('?' * len(chunk))})", chunk
                 ).fetchall()
-            found.update(str(r[0]) for r in rows)
+            found.update((str(sha), int(size)) for sha, size in rows)
         return found
 
     def all_versions(self) -> Iterator[FileVersion]:
