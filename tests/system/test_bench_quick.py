@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.locomo import DEFAULT_DATA
-from tests.support.bench_runs import bench, compared, quick, same
+from tests.support.bench_runs import bench, compared, positive, quick, same
 
 
 def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
@@ -32,6 +32,12 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
         assert vectors["edited_copies_found"] == words["edited_copies_found"] == result["edited_copies"]
         assert hnsw["fold"] == "postgresql: HNSW" and 0 < hnsw["edited_copies_found"] <= result["edited_copies"]
         return 4, words["fold_search_p50_ms"], vectors["fold_search_p50_ms"]
+    if name == "sync":
+        assert result["notes"] == SYNC_NOTES and result["embedder"] == "hash"
+        for key in ("first_sync_store_notes_per_s", "baseline_export_import_notes_per_s", "incremental_100_http_s",
+                    "incremental_100_store_s", "nothing_new_http_ms", "nothing_new_store_ms"):  # fmt: skip
+            assert positive(result[key]), key
+        return 2, result["first_sync_http_notes_per_s"], result["baseline_remember_many_notes_per_s"]
     if name == "workspace_bytes":  # the table's figures, rounded to 0.01 ms
         first = result["rows"][0]
         return 8, first["row write ms"], first["file write ms"]
@@ -51,18 +57,23 @@ def _expected(name: str, result: dict[str, Any]) -> tuple[int, float, float]:
     )
 
 
+# sync's quick run on fewer notes than its 5,000: every measure still taken (a store loaded, synced to a
+# file and through afi serve, then changes, then nothing), in a tenth of the time
+SYNC_NOTES = 600
+
 # LoCoMo's quick conversation cut to its first 10 sessions (of 19): 190 turns and the 42 questions they
 # answer (of 369 and 81), every retriever still run; half the sentence embedder's texts and notes.
 LOCOMO_TURNS = 190
 
 
-@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes", "fold"])
+@pytest.mark.parametrize("name", ["ssh", "ledger", "recall", "remember", "locomo", "workspace_bytes", "fold", "sync"])
 def test_a_quick_run_states_its_comparisons(name: str, tmp_path: Path) -> None:
     if name == "remember" and importlib.util.find_spec("agentfs_sdk") is None:
         pytest.skip("remember's baseline is the AgentFS SDK, in the bench extra: pip install -e '.[bench]'")
     if name in ("ledger", "locomo") and not DEFAULT_DATA.exists():
         pytest.skip(f"LoCoMo data not found at {DEFAULT_DATA}")
-    result = quick(name, tmp_path, *([f"--notes={LOCOMO_TURNS}"] if name == "locomo" else []))
+    notes = {"locomo": LOCOMO_TURNS, "sync": SYNC_NOTES}.get(name)
+    result = quick(name, tmp_path, *([f"--notes={notes}"] if notes else []))
     count, ours, baseline = _expected(name, result)
     pairs = compared(result, count)
     assert same(pairs[0], ours, baseline, rounded=0.006 if name == "workspace_bytes" else 1e-4)
