@@ -1,9 +1,9 @@
 """Many new note rows written in a few statements: what a sync's batch of versions new to a store needs.
 
 Each row is what :meth:`~.store.Store.insert_note` writes (its rendering, its embedding, a change
-row with its seq), but the change rows go in one statement and the note rows in one a hundred: SQLite
-runs a row's full-text triggers three to four times faster when many rows share a statement, and the
-statements are parsed once a batch instead of once a note.
+row with its seq), but the change rows go in one statement and the note rows in one too (as many as
+SQLite's parameters allow, about a thousand): SQLite runs a row's full-text triggers three to four times faster when many rows share a
+statement, and the statements are parsed once a batch instead of once a note.
 
 Mixed into :class:`~.store.Store`, whose connections, renderings and vector forms they use.
 """
@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["BulkNotes"]
 
-# rows a statement: 3,000 parameters, within both engines' caps (SQLite 32,766, PostgreSQL 65,535)
-ROWS_PER_STATEMENT = 100
+# parameters a statement: SQLite's cap (since 3.32; PostgreSQL's is 65,535). A batch's rows go in as
+# few statements as that allows: each statement that fires the full-text triggers flushes FTS5's
+# pending terms (a savepoint), so fewer statements write fewer, larger segments
+MAX_PARAMETERS = 32_766
 _LAST_STAMP = (
     "SELECT stamp FROM note_changes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? ORDER BY seq DESC LIMIT 1"
 )
@@ -34,8 +36,9 @@ _CHANGE = "INSERT INTO note_changes (tenant_id, resource_id, thread_id, note_id,
 
 
 def _chunks(rows: Sequence[tuple[Any, ...]]) -> Iterator[Sequence[tuple[Any, ...]]]:
-    for start in range(0, len(rows), ROWS_PER_STATEMENT):
-        yield rows[start : start + ROWS_PER_STATEMENT]
+    per = max(1, MAX_PARAMETERS // len(rows[0]))
+    for start in range(0, len(rows), per):
+        yield rows[start : start + per]
 
 
 def _values(chunk: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
@@ -52,16 +55,17 @@ class BulkNotes:
 
         def write(self, scope: Scope | None = None) -> AbstractContextManager[Connection]: ...
 
-        def _vector(self, embedding: npt.NDArray[np.float32]) -> Any: ...
+        def _vector(self, embedding: npt.NDArray[np.float32] | bytes) -> Any: ...
 
         def _vector_write(self, conn: Connection, vector: bool) -> AbstractContextManager[None]: ...
 
     def insert_notes(self, scope: Scope, notes: Sequence[MemoryNote],
-                     embeddings: Sequence[npt.NDArray[np.float32] | None], *,
+                     embeddings: Sequence[npt.NDArray[np.float32] | bytes | None], *,
                      origin: str | None = None) -> list[int]:  # fmt: skip
-        """Insert new note rows (each with its rendering and embedding, ids not in the scope and not
-        repeated); return their seqs, in order. ``origin``: the store the notes came from. Their change
-        rows share one stamp: the wall clock, or the scope's last stamp when that is later."""
+        """Insert new note rows (each with its rendering and embedding, or :func:`~.vector_bytes.pack_vector`'s
+        bytes of one, checked; ids not in the scope and not repeated); return their seqs, in order.
+        ``origin``: the store the notes came from. Their change rows share one stamp: the wall clock, or
+        the scope's last stamp when that is later."""
         if not notes:
             return []
         key = _scope_key(scope)

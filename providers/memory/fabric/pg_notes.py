@@ -18,7 +18,7 @@ from afi.storage.pg_vector_form import VectorForm, column_value, settle_vector_f
 from .pg_lexical import PgTermStats, pg_bm25_rowids
 from .render import render_front
 from .types import MemoryNote, Scope
-from .vector_bytes import pack_vector
+from .vector_bytes import pack_vector, unpack_vector
 
 __all__ = ["PgNotes", "latest_seq"]
 
@@ -44,6 +44,9 @@ class PgNotes:
 
     def vector(self, array: npt.NDArray[np.float32], form: VectorForm) -> Any:
         return column_value(array, form)
+
+    def vector_of_blob(self, blob: bytes, form: VectorForm) -> Any:
+        return column_value(unpack_vector(blob), form)
 
     def with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """The embedding column as SQLite keeps it (:func:`unpack_vector` reads it)."""

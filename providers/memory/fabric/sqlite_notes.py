@@ -43,6 +43,9 @@ class SqliteNotes:
 
         return pack_vector(array)
 
+    def vector_of_blob(self, blob: bytes, form: VectorForm) -> Any:
+        return blob
+
     def with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         return rows
 

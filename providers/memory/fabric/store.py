@@ -211,9 +211,11 @@ class Store(ScopeSideRows, NoteChanges, BulkNotes):
         ).fetchone()
         return int(row[0])
 
-    def _vector(self, embedding: npt.NDArray[np.float32]) -> Any:
-        """An embedding as the engine keeps it, at half precision: :func:`pack_vector`'s bytes in SQLite,
-        a ``halfvec`` or ``sparsevec`` in PostgreSQL."""
+    def _vector(self, embedding: npt.NDArray[np.float32] | bytes) -> Any:
+        """An embedding (or :func:`pack_vector`'s bytes of one, checked) as the engine keeps it, at half
+        precision: those bytes in SQLite, a ``halfvec`` or ``sparsevec`` in PostgreSQL."""
+        if isinstance(embedding, bytes):
+            return self.notes.vector_of_blob(embedding, self.vector_form)
         return self.notes.vector(embedding, self.vector_form)
 
     def _with_blobs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

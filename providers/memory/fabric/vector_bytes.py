@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["pack_vector", "unpack_vector"]
+__all__ = ["checked_blob", "pack_vector", "unpack_vector"]
 
 SPARSE, DENSE = b"s", b"h"
 _INDEX, _VALUE = np.dtype("<u2"), np.dtype("<f2")
@@ -51,3 +51,26 @@ def unpack_vector(blob: bytes | memoryview) -> npt.NDArray[np.float32]:
     indexes = np.frombuffer(body[2 : 2 + 2 * count], dtype=_INDEX)
     out[indexes] = np.frombuffer(body[2 + 2 * count :], dtype=_VALUE)
     return out
+
+
+def checked_blob(raw: bytes, dims: int) -> bytes | None:
+    """Given a blob from elsewhere (a peer's), return it as this store keeps it when it holds ``dims``
+    finite components: a tagged form as it is (its values read in place, no vector built), a legacy
+    ``float32`` one packed; None when it holds another vector. ValueError when it is in no known form."""
+    tag, body = raw[:1], raw[1:]
+    if len(raw) % 2 == 0 or tag not in (SPARSE, DENSE):
+        vector = unpack_vector(raw)
+        return pack_vector(vector) if vector.shape == (dims,) and np.isfinite(vector).all() else None
+    if tag == DENSE:
+        if len(body) != 2 * dims:
+            return None
+        values = np.frombuffer(body, dtype=_VALUE)
+    else:
+        if len(body) % 4 != 2:
+            raise ValueError(f"an embedding blob of {len(raw)} bytes is in no known form")
+        count = (len(body) - 2) // 4
+        indexes = np.frombuffer(body[2 : 2 + 2 * count], dtype=_INDEX)
+        if int.from_bytes(body[:2], "little") != dims or (count and int(indexes.max()) >= dims):
+            return None
+        values = np.frombuffer(body[2 + 2 * count :], dtype=_VALUE)
+    return raw if np.isfinite(values).all() else None

@@ -95,7 +95,7 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
     notes = _checked(batch, memory)
     store, scope, origin = memory.store, memory.scope, batch.store
     sent = _sent_vectors(batch, store.embedder_name, store.dims)
-    vectors = {n.content: sent[n.id] for n in notes if n.id in sent}
+    vectors: dict[str, Any] = {n.content: sent[n.id] for n in notes if n.id in sent}
     missing = [n for n in notes if n.content not in vectors]
     if missing:
         vectors.update(zip((n.content for n in missing), memory.embedder.embed([embedding_text(n) for n in missing]),
@@ -114,8 +114,9 @@ def apply_batch(memory: Memory, batch: Batch, *, space: str, label: str) -> Appl
         touched = list(new)
         for note in notes:
             mine = local.get(note.id)
-            if note.id not in inserted and mine is not None and _merged(memory, note, mine, origin, vectors, local,
-                                                                        applied):  # fmt: skip
+            if note.id in inserted or mine is None:  # inserted now, or forgotten here
+                continue
+            if _merged(memory, note, mine, origin, vectors, local, applied):
                 touched.append(note)
         for note_id in batch.forgotten:
             mine = local.get(note_id)
@@ -145,10 +146,15 @@ def _merged(memory: Memory, note: MemoryNote, mine: MemoryNote, origin: str, vec
             store.restate_note(scope, note.id)
         return False
 
-    def vector(text_of: MemoryNote) -> Any:
-        if text_of.content not in vectors:
-            vectors[text_of.content] = memory.embedder.embed([embedding_text(text_of)])[0]
-        return vectors[text_of.content]
+    def vector(of: MemoryNote) -> Any:
+        if of.content not in vectors:
+            vectors[of.content] = memory.embedder.embed([embedding_text(of)])[0]
+        found = vectors[of.content]
+        if isinstance(found, bytes):  # as the peer sent it: a vector again for a rewrite
+            from ..fabric.vector_bytes import unpack_vector
+
+            found = vectors[of.content] = unpack_vector(found)
+        return found
 
     result = note_of(merged, scope, f"version {note.id}")
     embedding = vector(result) if merged["content"] != ours["content"] else None
@@ -166,24 +172,23 @@ def _merged(memory: Memory, note: MemoryNote, mine: MemoryNote, origin: str, vec
     return True
 
 
-def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, Any]:
-    """The vectors the peer sent, by version id, when its embedder is this store's (else none: each
-    text is embedded here); InvalidPath for one that is not a vector of this embedder's."""
+def _sent_vectors(batch: Batch, embedder: str, dims: int) -> dict[str, bytes]:
+    """The vectors the peer sent, by version id, as this store keeps them, when its embedder is this
+    store's (else none: each text is embedded here); InvalidPath for one that is not a vector of this
+    embedder's."""
     if batch.embedder != f"{embedder}:{dims}":
         return {}
-    import numpy as np  # here: the modules a command such as ``afi ls`` imports stay free of numpy
+    from ..fabric.vector_bytes import checked_blob  # here: the modules ``afi ls`` imports stay free of numpy
 
-    from ..fabric.vector_bytes import unpack_vector
-
-    out: dict[str, Any] = {}
+    out: dict[str, bytes] = {}
     for note_id, text in batch.vectors.items():
         try:
-            vector = unpack_vector(base64.b64decode(text, validate=True))
-        except (binascii.Error, ValueError, IndexError):  # IndexError: a sparse component past the dims
+            blob = checked_blob(base64.b64decode(text, validate=True), dims)
+        except (binascii.Error, ValueError):
             raise InvalidPath(f"vectors[{note_id[:16]!r}]: not base64 of a stored vector") from None
-        if vector.shape != (dims,) or not np.isfinite(vector).all():
+        if blob is None:
             raise InvalidPath(f"vectors[{note_id[:16]!r}]: not a vector of {dims} finite components")
-        out[note_id] = vector
+        out[note_id] = blob
     return out
 
 

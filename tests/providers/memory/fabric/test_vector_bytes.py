@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from afi.providers.memory import HashEmbedder
-from afi.providers.memory.fabric.vector_bytes import DENSE, SPARSE, pack_vector, unpack_vector
+from afi.providers.memory.fabric.vector_bytes import DENSE, SPARSE, checked_blob, pack_vector, unpack_vector
 
 
 def _unit(rng: np.random.Generator, dims: int) -> np.ndarray:
@@ -59,3 +59,19 @@ def test_an_old_stores_raw_float32_row_reads_as_it_was() -> None:
 def test_a_blob_in_no_known_form_is_refused(blob: bytes) -> None:
     with pytest.raises(ValueError, match="no known form"):
         unpack_vector(blob)
+
+
+def test_a_blob_from_elsewhere_is_kept_as_sent_when_it_holds_a_vector_of_the_dims() -> None:
+    rng = np.random.default_rng(5)
+    sparse, dense = pack_vector(HashEmbedder().embed(["a peer's note"])[0]), pack_vector(_unit(rng, 384))
+    assert checked_blob(sparse, 384) is sparse and checked_blob(dense, 384) is dense
+    legacy = _unit(rng, 384)
+    assert checked_blob(legacy.tobytes(), 384) == pack_vector(legacy)  # raw float32: kept at half precision
+    inf = DENSE + np.full(384, np.inf, dtype="<f2").tobytes()
+    past = SPARSE + np.array([384, 999], dtype="<u2").tobytes() + np.array([1.0], dtype="<f2").tobytes()
+    nan = SPARSE + np.array([384, 3], dtype="<u2").tobytes() + np.array([np.nan], dtype="<f2").tobytes()
+    for other in (dense[:-2], sparse.replace(b"\x80\x01", b"\x81\x01", 1), inf, past, nan, legacy.tobytes()[:-4]):
+        assert checked_blob(other, 384) is None, other[:8]
+    for broken in (b"s\x00\x00\x00\x00", b"x\x00\x00", b"\x00"):
+        with pytest.raises(ValueError):
+            checked_blob(broken, 384)

@@ -358,6 +358,9 @@ def test_the_peers_vectors_travel_when_both_use_one_embedder(tmp_path: Path) -> 
         c.sync_apply(LOCAL_OWNER, broken, label="a")
     past = b"s" + (384).to_bytes(2, "little") + (999).to_bytes(2, "little") + b"\x00\x3c"  # component 999 of 384
     broken.vectors = {batch.notes[0]["id"]: base64.b64encode(past).decode()}
+    with pytest.raises(InvalidPath, match="finite components"):
+        c.sync_apply(LOCAL_OWNER, broken, label="a")
+    broken.vectors = {batch.notes[0]["id"]: base64.b64encode(b"s" + b"\x00" * 4).decode()}  # a sparse body of 4 bytes
     with pytest.raises(InvalidPath, match="not base64 of a stored vector"):
         c.sync_apply(LOCAL_OWNER, broken, label="a")
     assert c.sync_peers() == []
