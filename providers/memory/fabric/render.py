@@ -116,7 +116,7 @@ def render_front(note: MemoryNote) -> str:
     lines = ["---\n"]
     for key in _ORDER:
         value = data.get(key)
-        if value is None or value == [] or value == {}:
+        if value is None or (not value and type(value) in (list, dict)):
             continue
         # each top-level field's lines are the same whether dumped alone or with the others
         lines.append(field_lines(key, value) or _dump({key: value}))

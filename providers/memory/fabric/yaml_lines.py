@@ -56,6 +56,7 @@ def _text(value: str) -> str | None:
     return value if plain else f"'{value}'"
 
 
+@functools.lru_cache(maxsize=1024)
 def _key(key: Any) -> str | None:
     return scalar(key) if isinstance(key, str) and len(key) <= _MAX_KEY else None
 
@@ -77,6 +78,9 @@ def field_lines(key: str, value: Any) -> str | None:
     said_key = _key(key)
     if said_key is None:
         return None
+    if type(value) is str:  # the most fields, first
+        said = _text(value) if len(value) <= _MAX_SIMPLE else None
+        return None if said is None else f"{said_key}: {said}\n"
     if isinstance(value, list):
         items = []
         for item in value:
