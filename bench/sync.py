@@ -1,8 +1,10 @@
 """``afi sync`` throughput: a first sync of an N-note store, an incremental sync of 100 changes, a sync
 with nothing new; store to store and through an ``afi serve`` door.
 
-``python -m bench sync [--quick] [--notes=N]`` (default 100,000 notes; ``--quick`` 5,000). The hash
-embedder (``AFI_EMBEDDER=hash``) on every side, so the figures are sync's own, not a sentence model's.
+``python -m bench sync [--quick] [--notes=N]`` (default 100,000 notes; ``--quick`` 5,000);
+``python -m bench.sync --postgres`` adds a first sync into a new PostgreSQL store (the embedded
+server, durable, as ``bench engines`` starts it). The hash embedder (``AFI_EMBEDDER=hash``) on every
+side, so the figures are sync's own, not a sentence model's.
 
 - The laptop's store (SQLite) is loaded with N facts by ``remember_many`` (batches of 500,
   consolidation off): its rate is the in-run baseline, the provider writing the same notes itself.
@@ -98,9 +100,29 @@ def _changes(provider: Any, caller: Any, round_: int) -> None:
                                      "consolidate": False} for i, text in enumerate(resaved)])  # fmt: skip
 
 
-def measure(notes: int, work: Path) -> dict[str, Any]:
+def _first_into_postgres(here: Any, notes: int, work: Path) -> float:
+    """Given the laptop's endpoint, push its space into a new PostgreSQL store; return seconds."""
+    from afi.auth.keys import LOCAL_OWNER
+    from afi.providers.memory.provider import MemoryProvider
+    from afi.providers.memory.sync import LocalEndpoint, sync
+    from tests.support.postgres import Databases, postgres_server
+
+    from .engines import SERVER_SETTINGS
+
+    with postgres_server(settings=SERVER_SETTINGS) as server_url:
+        databases = Databases(server_url)
+        try:
+            provider = MemoryProvider(databases.fresh(), work / "pg-files")
+            seconds, report = _timed(lambda: sync(here, LocalEndpoint(provider, LOCAL_OWNER, "pg"), pull=False))
+            assert report.pushed.inserted == notes, report.pushed
+        finally:
+            databases.close()
+    return seconds
+
+
+def measure(notes: int, work: Path, *, postgres: bool = False) -> dict[str, Any]:
     """Given a note count and a folder, load a store, sync it both ways (store to store and over HTTP),
-    then 100 changes, then nothing; return the figures."""
+    then 100 changes, then nothing; return the figures (``postgres``: and a first push into PostgreSQL)."""
     from afi.app.sync import _HttpEndpoint
     from afi.auth.keys import LOCAL_OWNER
     from afi.clients.http import HttpClient
@@ -117,6 +139,8 @@ def measure(notes: int, work: Path) -> dict[str, Any]:
     assert report.pushed.inserted == notes, report.pushed
     figures: dict[str, Any] = {"notes": notes, "load_notes_per_s": load_rate, "export_import_s": export_import_s,
                                "first_local_s": first_local_s}  # fmt: skip
+    if postgres:
+        figures["first_postgres_s"] = _first_into_postgres(here, notes, work)
     with _served(work / "server.db", work / "server-files") as (url, token), \
             HttpClient(url, token, space="default", timeout=300) as client:  # fmt: skip
         there = _HttpEndpoint(client, "laptop")
@@ -137,13 +161,14 @@ def measure(notes: int, work: Path) -> dict[str, Any]:
     return figures
 
 
-def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
-    """Run the benchmark (``quick``: 5,000 notes), print the table, write the JSON; return it."""
+def run(*, quick: bool = False, notes: int | None = None, postgres: bool = False) -> dict[str, Any]:
+    """Run the benchmark (``quick``: 5,000 notes; ``postgres``: a push into PostgreSQL too), print the
+    table, write the JSON; return it."""
     os.environ["AFI_EMBEDDER"] = "hash"
     n = notes or (5_000 if quick else 100_000)
     work = Path(tempfile.mkdtemp(prefix="afi-bench-sync-"))
     try:
-        f = measure(n, work)
+        f = measure(n, work, postgres=postgres)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     first_http = n / f["first_http_s"]
@@ -160,6 +185,7 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
         "incremental_100_store_s": round(f["incremental_local_s"], 3),
         "nothing_new_http_ms": round(f["nothing_http_ms"], 1),
         "nothing_new_store_ms": round(f["nothing_local_ms"], 1),
+        **({"first_sync_postgres_notes_per_s": round(n / f["first_postgres_s"], 1)} if postgres else {}),
         "meets_goal": {
             "first_sync_http": first_http >= GOAL_FIRST_NOTES_PER_S,
             "incremental_100": f["incremental_http_s"] <= GOAL_INCREMENTAL_S,
@@ -191,6 +217,7 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
              f"remember_many {f['load_notes_per_s']:,.0f}; export+import {export_import:,.0f}"),
             ("100 changes, s", f["incremental_local_s"], f["incremental_http_s"], "-"),
             ("nothing new, ms", f["nothing_local_ms"], f["nothing_http_ms"], "-"),
+            *([("first sync into PostgreSQL, notes/s", n / f["first_postgres_s"], "-", "-")] if postgres else []),
         ],
     )  # fmt: skip
     write_result("sync", result)
@@ -198,9 +225,10 @@ def run(*, quick: bool = False, notes: int | None = None) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Given command-line arguments (``--quick``, ``--notes=N``), run the benchmark; return the exit code."""
+    """Given command-line arguments (``--quick``, ``--notes=N``, ``--postgres``), run the benchmark; return
+    the exit code."""
     notes = [int(a.removeprefix("--notes=")) for a in argv if a.startswith("--notes=")]
-    run(quick="--quick" in argv, notes=notes[-1] if notes else None)
+    run(quick="--quick" in argv, notes=notes[-1] if notes else None, postgres="--postgres" in argv)
     return 0
 
 
