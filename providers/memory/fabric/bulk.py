@@ -2,8 +2,9 @@
 
 Each row is what :meth:`~.store.Store.insert_note` writes (its rendering, its embedding, a change
 row with its seq), but the change rows go in one statement and the note rows in one too (as many as
-SQLite's parameters allow, about a thousand): SQLite runs a row's full-text triggers three to four times faster when many rows share a
-statement, and the statements are parsed once a batch instead of once a note.
+SQLite's parameters allow, about a thousand): SQLite runs a row's full-text triggers three to four
+times faster when many rows share a statement, and the statements are parsed once a batch instead of
+once a note.
 
 Mixed into :class:`~.store.Store`, whose connections, renderings and vector forms they use.
 """
