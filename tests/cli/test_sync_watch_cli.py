@@ -48,14 +48,21 @@ def _rows(db: Path) -> int:
         return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])
 
 
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Watching:
     """``afi sync ... --watch`` over ``db`` in its own process; its stdout and stderr read line by line."""
 
     def __init__(self, db: Path, *args: str, cold: bool = False) -> None:
         env = {**os.environ, "AFI_DB": str(db), "AFI_ROOT": str(db.parent / "files"), "COLUMNS": "200"}
+        # as from a terminal, where Ctrl-C works: a test worker may run with SIGINT ignored, which an
+        # exec'd child inherits (and a watch started with SIGINT ignored keeps ignoring it, on purpose)
+        extra: dict[str, Any] = {"preexec_fn": _sigint_as_from_a_terminal} if cold else {}
         start = subprocess.Popen if cold else AfiPopen
         self.process: subprocess.Popen[str] = start(
-            [str(AFI), "sync", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            [str(AFI), "sync", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **extra
         )
         self.out: queue.Queue[str] = queue.Queue()
         self.err: queue.Queue[str] = queue.Queue()
