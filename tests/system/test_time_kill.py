@@ -98,7 +98,9 @@ def _stray(root: Path) -> list[str]:
 
 def _copy(base: Path, into: Path) -> tuple[Path, Path]:
     into.mkdir()
-    shutil.copy(base / "afi.db", into / "afi.db")
+    # through SQLite: the store as committed (its WAL included), whatever is checkpointed yet
+    with sqlite3.connect(base / "afi.db") as source, sqlite3.connect(into / "afi.db") as target:
+        source.backup(target)
     if (base / "files").is_dir():
         shutil.copytree(base / "files", into / "files")
     return into / "afi.db", into / "files"
