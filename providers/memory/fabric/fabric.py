@@ -20,11 +20,11 @@ from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merg
 from .context import ContextProvider
 from .embedders import embedding_text
 from .errors import MemoryConflictError, MemoryValidationError
-from .fields import ID_DIGITS, MAX_LINKS, canonical_time, check_hex, check_stored_note, validate_fields
+from .fields import ID_DIGITS, MAX_LINKS, check_hex, check_stored_note, validate_fields
 from .memory import Memory, normalize_consent
 from .observed import episode_from, promoted_reflection
+from .reads import VALID_NOW, NoteReads
 from .recall import RECALL_OVERSAMPLE, estimate_tokens, recall
-from .rows import NAMED, file_name
 from .store import iso_now
 from .types import NOTE_KINDS, WON_OVER, ForgetResult, MemoryNote, PromotedFrom, RecallResult, won_over
 from .workers import FabricSettings, evolve_neighbors, link_neighbors, resolve_settings
@@ -35,11 +35,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryFabric", "create_memory_fabric"]
 
-_VALID_NOW = "(valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
 
-
-class MemoryFabric:
-    """Typed notes over one Memory: remember, recall, forget, blocks, attach, context."""
+class MemoryFabric(NoteReads):
+    """Typed notes over one Memory: remember, recall, forget, blocks, attach, context (the reads of
+    stored notes in :class:`.reads.NoteReads`)."""
 
     def __init__(self, memory: Memory, settings: FabricSettings, observational: Any = None) -> None:
         self.memory = memory
@@ -236,7 +235,7 @@ class MemoryFabric:
 
     def _current_row(self, note_id: str, now: str) -> MemoryNote | None:
         rows = self.memory.store.select_notes(
-            self.memory.scope, f"id = ? AND status = 'active' AND {_VALID_NOW}", (note_id, now, now)
+            self.memory.scope, f"id = ? AND status = 'active' AND {VALID_NOW}", (note_id, now, now)
         )
         return rows[0] if rows else None
 
@@ -267,56 +266,6 @@ class MemoryFabric:
         """Given a query, return ``{hits, explain}`` (docs/memory-fabric.md, "Recall and scoring"); the query
         is never echoed."""
         return recall(self.memory, query, kinds=kinds, as_of=as_of, top_k=top_k, budget=budget, scoring=scoring)
-
-    def get(self, id: str) -> MemoryNote | None:
-        """Return any row of the scope with that id (superseded/expired included), or its working
-        block; None when absent, forgotten or held."""
-        rows = self.memory.store.select_notes(self.memory.scope, "id = ? AND status = 'active'", (id,))
-        if rows:
-            return rows[0]
-        return next((note for note in read_blocks(self.memory).values() if note.id == id), None)
-
-    def find(self, kind: str, name: str, *, as_of: Any = None) -> MemoryNote | None:
-        """Return the note of that kind and name valid at ``as_of`` (default now), or None."""
-        if kind == "working":
-            return read_blocks(self.memory).get(name)
-        at = self.memory.present() if as_of is None else canonical_time(as_of, "as_of")
-        rows = self.memory.store.select_notes(
-            self.memory.scope, f"kind = ? AND {NAMED} AND status = 'active' AND {_VALID_NOW}",
-            (kind, file_name(name), at, at), order="seq DESC", limit=1,
-        )  # fmt: skip
-        return rows[0] if rows else None
-
-    def find_file(self, path: str, *, as_of: str | None = None) -> MemoryNote | None:
-        """Return the file note of a workspace path current at ``as_of`` (default now), or None."""
-        now = as_of or self.memory.present()
-        rows = self.memory.store.select_notes(
-            self.memory.scope, f"kind = 'file' AND path = ? AND status = 'active' AND {_VALID_NOW}",
-            (path, now, now), order="seq DESC", limit=1,
-        )  # fmt: skip
-        return rows[0] if rows else None
-
-    def notes(self, *, kinds: Any = None, as_of: Any = None, include_invalid: bool = False) -> list[MemoryNote]:
-        """Return the notes valid at ``as_of`` (default now), or with ``include_invalid`` every stored
-        version, sorted by id; ``working`` in ``kinds`` adds the live blocks."""
-        wanted = list(kinds) if kinds is not None else ["fact", "procedure", "file"]
-        for kind in wanted:
-            if kind not in NOTE_KINDS:
-                raise MemoryValidationError(f"unknown memory note kind: {kind!r}")
-        stored = [k for k in wanted if k in ("fact", "procedure", "file")]
-        out: list[MemoryNote] = []
-        if stored:
-            where = f"kind IN ({', '.join('?' * len(stored))}) AND status = 'active'"
-            params: list[Any] = list(stored)
-            if not include_invalid:
-                at = self.memory.present() if as_of is None else canonical_time(as_of, "as_of")
-                where += f" AND {_VALID_NOW}"
-                params += [at, at]
-            out = self.memory.store.select_notes(self.memory.scope, where, params)
-        if "working" in wanted:
-            out += list(read_blocks(self.memory).values())
-            out.sort(key=lambda n: n.id)
-        return out
 
     def blocks(self) -> dict[str, MemoryNote]:
         """Return the working blocks by label (forgotten ones left out)."""

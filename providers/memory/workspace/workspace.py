@@ -13,7 +13,6 @@ import errno
 import os
 import shutil
 import stat as stat_mod
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from afi.errors import AfiError, Conflict, Forbidden, InvalidPath, NotFound, Too
 from afi.storage.database import Database
 
 from ..fabric.errors import MemoryValidationError
+from .durable import replace_at, write_all
 from .file_index import INDEX_MAX_BYTES, TEMP_PREFIX, FileIndex, Opened, RefreshBudget
 from .filestat import FileStat, file_stat
 from .folders import FolderNames
@@ -218,34 +218,14 @@ class Workspace:
                 fd = os.open(name, flags, 0o644, dir_fd=folder)
                 try:
                     _refuse_linked(os.fstat(fd), afi_path)  # the file this descriptor names, not a path's
-                    _write_all(fd, data, None if append else offset or 0)
+                    write_all(fd, data, None if append else offset or 0)
                 finally:
                     os.close(fd)
             else:
-                self._replace_at(folder, name, data, offset or 0)
+                replace_at(folder, name, data, offset or 0)
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
         full = self.index.index_path(rel)
         return file_stat(name, st), full
-
-    @staticmethod
-    def _replace_at(folder: int, name: str, data: bytes, offset: int) -> None:
-        tmp = f"{TEMP_PREFIX}{uuid.uuid4().hex}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
-            try:
-                if offset:
-                    os.ftruncate(fd, offset)  # a hole, not zeros written out
-                    _write_all(fd, data, offset)
-                else:
-                    _write_all(fd, data, None)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=folder)
-            raise
 
     def sweep_temporary_files(self) -> int:
         """Remove the temporary files a crashed writer left behind; return how many.
@@ -403,15 +383,3 @@ def _refuse_linked(st: os.stat_result, afi_path: str) -> None:
             "nor changed in place (write it whole to replace it with a file of its own)",
             path=afi_path,
         )
-
-
-def _write_all(fd: int, data: bytes, offset: int | None) -> None:
-    """Write every byte (a short write on a full disk is an error, not a silent truncation)."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
-        if written <= 0:
-            raise OSError(28, "No space left on device")
-        view = view[written:]
-        if offset is not None:
-            offset += written
