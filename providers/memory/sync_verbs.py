@@ -66,9 +66,7 @@ class SyncVerbs:
 
     def sync_received(self, caller: Caller, peer: str) -> int:
         """How far this store has applied ``peer``'s changes to the caller's space."""
-        caller.require("afi:admin", path="/")
-        with self._db.read() as conn:
-            return received(conn, caller.space, peer)
+        return self._position(caller, peer, "notes")
 
     def sync_changes(self, caller: Caller, *, since: int, peer: str, limit: int = MAX_BATCH_CHANGES) -> dict[str, Any]:
         """:meth:`sync_read` as JSON (what a door sends)."""
@@ -97,9 +95,7 @@ class SyncVerbs:
 
     def sync_received_files(self, caller: Caller, peer: str) -> int:
         """How far this store has applied ``peer``'s file versions to the caller's space."""
-        caller.require("afi:admin", path="/")
-        with self._db.read() as conn:
-            return received(conn, caller.space, peer, stream="files")
+        return self._position(caller, peer, "files")
 
     def sync_apply_files(self, caller: Caller, batch: FileBatch | Mapping[str, Any], *, label: str) -> FilesApplied:
         """Add a peer's file versions to the caller's space in one transaction (audited, under its write
@@ -127,9 +123,7 @@ class SyncVerbs:
 
     def sync_received_ledger(self, caller: Caller, peer: str) -> int:
         """How far this store has applied ``peer``'s ledger entries to the caller's space."""
-        caller.require("afi:admin", path="/")
-        with self._db.read() as conn:
-            return received(conn, caller.space, peer, stream="ledger")
+        return self._position(caller, peer, "ledger")
 
     def sync_apply_ledger(self, caller: Caller, batch: LedgerBatch | Mapping[str, Any], *,
                           label: str) -> LedgerApplied:  # fmt: skip
@@ -161,6 +155,12 @@ class SyncVerbs:
                 return apply_space_state(conn, checked, space=caller.space, held=self._space(caller.space))
 
         return self._audited(caller, "sync", "/", run)
+
+    def _position(self, caller: Caller, peer: str, stream: str) -> int:
+        """How far this store has applied ``peer``'s ``stream`` (notes, files, ledger) to the caller's space."""
+        caller.require("afi:admin", path="/")
+        with self._db.read() as conn:
+            return received(conn, caller.space, peer, stream=stream)
 
     def _sent(self, caller: Caller, batch: T, holds: bool) -> T:
         """A batch read for a peer, audited (``sync.send``) when it carries something: a sync is on
