@@ -137,6 +137,9 @@ class MatchPage(_Wire):
     matches: list[Match]
     next_cursor: str | None = None
     x_truncated: Truncated | None = Field(default=None, alias="x-truncated")
+    # ours, on a semantic page: notes written moments ago whose vectors are still being made, found
+    # by this search only through their words
+    x_vectors_pending: int | None = Field(default=None, alias="x-vectors-pending")
 
 
 class RegexQuery(_Wire):

@@ -42,5 +42,8 @@ def import_source(db: Path | str, root: Path, source: Path, *, fmt: str | None, 
     provider = open_provider(db, root)
     if fmt == "bundle" or (fmt is None and is_bundle(source)):
         return import_bundle(provider, source, local_owner, space=space, progress=progress)
-    return import_foreign(provider, source, fmt=fmt, space=space or "default",
-                          progress=lambda done, total: progress("import", done, total))  # fmt: skip
+    result = import_foreign(provider, source, fmt=fmt, space=space or "default",
+                            progress=lambda done, total: progress("import", done, total))  # fmt: skip
+    # a sentence embedder's vectors are made after the writes: made here, with their own bar
+    provider.fabric(space or "default").fill_vectors(lambda done, total: progress("meaning vectors", done, total))
+    return result

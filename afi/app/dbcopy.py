@@ -35,7 +35,7 @@ from .dbcopy_columns import columns_of, select_list, stored_columns, stored_rows
 from .pg_copy import PgCopy
 from .sqlite_copy import SqliteCopy
 
-__all__ = ["TABLES", "CopyPlan", "TableCheck", "copy_store", "verify_copy"]
+__all__ = ["NOT_COPIED", "TABLES", "CopyPlan", "TableCheck", "copy_store", "verify_copy"]
 
 PROGRESS_TABLE = "afi_copy_progress"
 
@@ -64,6 +64,9 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("oauth_tokens", ("sha256",)),
     TableCopy("sync_peers", ("space", "peer")),
 )
+# a store's own log of the vectors it filled in after their writes, which its readers of the notes in
+# memory follow; a copy's readers start from its notes as copied
+NOT_COPIED = frozenset({"vector_fills"})
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,9 @@ def _num(value: float | None) -> str:
 def _print_recall(result: RecallResult) -> None:
     from rich.table import Column, Table
 
+    if result.vectors_pending:
+        typer.echo(f"{result.vectors_pending} notes written moments ago are still being embedded: "
+                   "this recall found them by their words only", err=True)  # fmt: skip
     if not result.hits:
         typer.echo("no notes matched")
         return

@@ -37,7 +37,7 @@ def search(
     """Search the space: exact text (default), --regex, --semantic, or --conversation SESSION."""
     with afi_errors():
         from afi.app.local import local_owner, open_provider
-        from afi.model import ConversationQuery, MatchPage, RegexQuery, SearchRequest, SemanticQuery, dump
+        from afi.model import ConversationQuery, RegexQuery, SearchRequest, SemanticQuery, dump
 
         if sum((regex, semantic, conversation is not None)) > 1:
             raise InvalidPath("choose one of --regex, --semantic, --conversation")
@@ -55,10 +55,14 @@ def search(
                 local_owner(space),
                 SearchRequest(query=q, path=path, limit=limit - len(page.matches), cursor=page.next_cursor),
             )
-            page = MatchPage(matches=page.matches + more.matches, next_cursor=more.next_cursor)
+            page = page.model_copy(update={"matches": page.matches + more.matches, "next_cursor": more.next_cursor,
+                                           "x_truncated": more.x_truncated})  # fmt: skip
         if as_json:
             typer.echo(json.dumps(dump(page), indent=2))
             return
+        if page.x_vectors_pending:
+            typer.echo(f"{page.x_vectors_pending} notes written moments ago are still being embedded: "
+                       "this search found them by their words only", err=True)  # fmt: skip
         for match in page.matches:
             # grep's own layout (path:line:text), with the score in front of the text when there is one
             score = f"[{match.score:.3f}] " if match.score is not None else ""

@@ -396,3 +396,20 @@ def workspace_folders(db: sqlite_utils.Database) -> None:
         "CREATE TABLE IF NOT EXISTS folder_ops (space TEXT NOT NULL, path TEXT NOT NULL, op TEXT NOT NULL, "
         "at TEXT NOT NULL, PRIMARY KEY (space, path))"
     )
+
+
+VECTOR_FILLS = (
+    "CREATE TABLE IF NOT EXISTS vector_fills (fill INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, "
+    "resource_id TEXT NOT NULL, thread_id TEXT NOT NULL, note_id TEXT NOT NULL)"
+)
+
+
+def vectors_after_writes(db: sqlite_utils.Database) -> None:
+    """Notes written before their vectors: the rows still without one found by an index of just those,
+    and each vector filled in later logged, so a process holding a scope's vectors in memory reads
+    the rows filled since it last looked."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS notes_without_vectors ON notes (tenant_id, resource_id, thread_id) "
+        "WHERE embedding IS NULL"
+    )
+    db.execute(VECTOR_FILLS)

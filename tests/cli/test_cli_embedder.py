@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def _doctor(db: Path, embedder: str | None, *args: str) -> tuple[int, dict[str, 
 def test_a_new_store_reads_meaning_and_the_doctor_names_its_embedder(tmp_path: Path) -> None:
     db = tmp_path / "afi.db"
     _remember(db, None)
+    # each `afi remember` made its note's vector after the write, before the process ended
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*), COUNT(embedding) FROM notes").fetchone() == (2, 2)
     assert _recalled(db, None)[0] == CAR
     code, checks = _doctor(db, None)
     assert code == 0, checks

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from afi.errors import AfiError
 
+from .backlog import LATER
 from .embedders import embedding_text
 from .errors import MemoryLimitError, MemoryValidationError
 from .types import MemoryNote
@@ -108,12 +109,16 @@ def remember_many(fabric: MemoryFabric, notes: Any) -> list[MemoryNote]:
     if not pending:
         return []
     memory = fabric.memory
-    embeddings = memory.embedder.embed([embedding_text(p.note) for p in pending])
+    trailing = memory.trailing
+    texts = [embedding_text(p.note) for p in pending]
+    embeddings: Sequence[Any] = [LATER] * len(texts) if trailing else list(memory.embedder.embed(texts))
     out: list[MemoryNote] = []
     with memory.store.write(memory.scope):
         for index, (waiting, embedding) in enumerate(zip(pending, embeddings, strict=True)):
             with naming(index):
                 out.append(fabric._stored(waiting, embedding))
+    if trailing:
+        trailing.wrote()
     return out
 
 

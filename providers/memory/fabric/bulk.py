@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection
 
+from .backlog import Later
 from .rows import NOTE_COLUMNS, _note_values, _scope_key, iso_now
 from .types import MemoryNote, Scope
 
@@ -61,7 +62,7 @@ class BulkNotes:
         def _vector_write(self, conn: Connection, vector: bool) -> AbstractContextManager[None]: ...
 
     def insert_notes(self, scope: Scope, notes: Sequence[MemoryNote],
-                     embeddings: Sequence[npt.NDArray[np.float32] | bytes | None], *,
+                     embeddings: Sequence[npt.NDArray[np.float32] | bytes | Later | None], *,
                      origin: str | None = None) -> list[int]:  # fmt: skip
         """Insert new note rows (each with its rendering and embedding, or :func:`~.vector_bytes.pack_vector`'s
         bytes of one, checked; ids not in the scope and not repeated); return their seqs, in order.
@@ -71,7 +72,10 @@ class BulkNotes:
             return []
         key = _scope_key(scope)
         column, render = self._rendering
-        blobs = [None if embedding is None else self._vector(embedding) for embedding in embeddings]
+        blobs = [
+            None if embedding is None or isinstance(embedding, Later) else self._vector(embedding)
+            for embedding in embeddings
+        ]
         with self.write() as conn:
             last = conn.execute(_LAST_STAMP, key).fetchone()
             wall = iso_now()

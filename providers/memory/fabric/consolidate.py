@@ -131,17 +131,17 @@ def _by_words(memory: Memory, kind: str, content: str, now: str, limit: int, thr
     if not chosen:
         return []
     rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=_WORD_CANDIDATES)
-    notes = _visible_notes(memory, memory.store.rows_by_rowid(memory.scope, rowids))
-    if not notes:
+    # scored from their text alone; only those kept are read whole (and checked for consent and lineage)
+    texts = memory.store.columns_by_rowid(memory.scope, rowids, ("content",))
+    scored = [rowid for rowid in rowids if rowid in texts]
+    if not scored:
         return []
-    bags = _BAGS.embed([content, *(note.content for _, note in notes)])
-    cosines = bags[1:] @ bags[0]
+    bags = _BAGS.embed([content, *(texts[rowid][0] for rowid in scored)])
+    cosine_of = dict(zip(scored, (float(c) for c in bags[1:] @ bags[0]), strict=True))
     batch = set(rowids[:limit]) if neighbours else set()  # the BM25 batch the workers read
-    out = [
-        FoldCandidate(note, float(cosine))
-        for (rowid, note), cosine in zip(notes, cosines, strict=True)
-        if cosine >= threshold or rowid in batch
-    ]
+    kept = [rowid for rowid in scored if cosine_of[rowid] >= threshold or rowid in batch]
+    notes = _visible_notes(memory, memory.store.rows_by_rowid(memory.scope, kept))
+    out = [FoldCandidate(note, cosine_of[rowid]) for rowid, note in notes]
     out.sort(key=lambda c: (-c.cosine, c.note.id))
     return out[:limit]
 

@@ -11,9 +11,11 @@ import hashlib
 import inspect
 import threading
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .attach import Attachment, check_session
+from .backlog import LATER
 from .batch import Pending, remember_many
 from .clock import chain_head, retire_at
 from .consolidate import FoldCandidate, Plan, fold_candidates, merge_links, merge_notes, plan_fold
@@ -74,10 +76,14 @@ class MemoryFabric(NoteReads):
             return set_block(self.memory, fields["block"], self.memory.redact(fields["content"]),
                              importance=fields.get("importance"))  # fmt: skip
         pending = self._pending(kind, fields, now, consolidate)
-        # the row written (a merge keeps this content) holds the vector of this text
-        embedding = self.memory.embedder.embed([embedding_text(pending.note)])[0]
+        trailing = self.memory.trailing
+        # the row written (a merge keeps this content) holds the vector of this text, made now or after
+        embedding = LATER if trailing else self.memory.embedder.embed([embedding_text(pending.note)])[0]
         with self.memory.store.write(self.memory.scope):
-            return self._stored(pending, embedding)
+            note = self._stored(pending, embedding)
+        if trailing:
+            trailing.wrote()
+        return note
 
     def remember_many(self, notes: Any) -> list[MemoryNote]:
         """Write a batch of notes in one transaction and return them in order (see :mod:`.batch`): each
@@ -274,6 +280,23 @@ class MemoryFabric(NoteReads):
     def append_block(self, block: str, text: str, *, expected_version: int | None = None) -> MemoryNote:
         """Append text to a working block (versioned, capped); return the block's note."""
         return append_block(self.memory, block, text, expected_version=expected_version)
+
+    def fill_vectors(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Make now the vectors still missing from this scope's notes (a sentence embedder's store makes
+        them after the write: :mod:`.trailing`); return how many this call stored. ``progress(done,
+        total)`` is called after each batch, counting the vectors made by this process's thread too."""
+        trailing = self.memory.trailing
+        if trailing is None:
+            return 0
+        store, scope = self.memory.store, self.memory.scope
+        total = store.count_without_vectors(scope)
+        if progress is None or not total:
+            return trailing.fill()
+
+        def report(_stored: int) -> None:
+            progress(total - min(total, store.count_without_vectors(scope)), total)
+
+        return trailing.fill(report)
 
     def change_seq(self) -> int:
         """Return the latest note change seq of this scope (another process's writes included)."""

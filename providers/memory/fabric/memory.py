@@ -24,6 +24,7 @@ from .types import Scope
 
 if TYPE_CHECKING:
     from .pg_vectors import PgVectorIndex
+    from .trailing import TrailingVectors
     from .vectors import VectorIndex
 
 __all__ = [
@@ -195,10 +196,12 @@ class Memory:
     require_consent: bool = False
     fusion: FusionSettings = field(default_factory=FusionSettings)
     owns_store: bool = True
+    vectors_after_write: bool = True
 
     def __post_init__(self) -> None:
         self._index: VectorIndex | PgVectorIndex | None = None
         self._index_lock = threading.Lock()
+        self._trailing: TrailingVectors | None = None
 
     @property
     def index(self) -> VectorIndex | PgVectorIndex:
@@ -214,6 +217,22 @@ class Memory:
                     index = self.store.database.engine.choose(sqlite=sqlite, postgresql=PgVectorIndex)
                     self._index = index(self.store, self.scope, self.embedder.dims)
         return self._index
+
+    @property
+    def trailing(self) -> TrailingVectors | None:
+        """What makes this store's note vectors after the writes (:mod:`.trailing`), or None when a
+        write makes its own: the hash embedder (its vectors cost microseconds, and the fold reads
+        them), a store in memory (one connection, gone with the process), or a memory opened with
+        ``vectors_after_write=False``."""
+        if bags_of_words(self.embedder) or self.store.in_memory or not self.vectors_after_write:
+            return None
+        if self._trailing is None:
+            with self._index_lock:
+                if self._trailing is None:
+                    from .trailing import TrailingVectors
+
+                    self._trailing = TrailingVectors(self.store, self.embedder, self.scope)
+        return self._trailing
 
     def present(self) -> str:
         """The scope's "now": the wall clock, or its last writes' stamps when a clock ahead wrote them
@@ -238,7 +257,10 @@ class Memory:
         return self.store.revoked_sources(self.scope)
 
     def close(self) -> None:
-        """Close the store connections (when this memory opened the store)."""
+        """Make the vectors this memory's writes left to make, then close the store connections (when
+        this memory opened the store)."""
+        if self._trailing is not None:
+            self._trailing.close()
         if self.owns_store:
             self.store.close()
 
@@ -260,11 +282,14 @@ def create_memory(
     require_consent: bool = False,
     limits: MemoryLimits | dict[str, Any] | None = None,
     fusion: FusionSettings | dict[str, Any] | None = None,
+    vectors_after_write: bool = True,
 ) -> Memory:
     """Open (or create) the store at ``db`` and return the Memory of one tenant/resource/thread scope.
 
     Without an ``embedder`` the store is opened with the one it records (a new store: the hash embedder);
-    an :class:`EmbedderChoice` says which the user asked for, or which a new store gets.
+    an :class:`EmbedderChoice` says which the user asked for, or which a new store gets. A sentence
+    embedder's vectors are made after the write (:mod:`.trailing`); ``vectors_after_write=False``
+    has every write embed its note first, as the hash embedder's do.
 
     Raises MemoryValidationError for an empty scope part, a non-embedder, or a store built with
     another embedder; MemoryLimitError for limits over their hard caps.
@@ -282,6 +307,8 @@ def create_memory(
         raise MemoryValidationError("redactor must be callable")
     if not isinstance(require_consent, bool):
         raise MemoryValidationError("require_consent must be a boolean")
+    if not isinstance(vectors_after_write, bool):
+        raise MemoryValidationError("vectors_after_write must be a boolean")
     resolved_limits = MemoryLimits.resolve(limits)
     # the hash embedder ranks poorly on its own (LoCoMo dev recall@10: 23.3 vector vs 64.0 BM25), so by
     # default its vote counts less; a real sentence embedder gets equal weights (LoCoMo dev recall@10 with
@@ -290,7 +317,16 @@ def create_memory(
     base = HASH_FUSION if bags_of_words(embedder) else FusionSettings(k=10.0)
     resolved_fusion = FusionSettings.resolve(fusion, base)
     store = Store(db, embedder_name=embedder.name, dims=embedder.dims)
-    return Memory(scope, embedder, resolved_limits, store, redactor, require_consent, resolved_fusion)
+    return Memory(
+        scope,
+        embedder,
+        resolved_limits,
+        store,
+        redactor,
+        require_consent,
+        resolved_fusion,
+        vectors_after_write=vectors_after_write,
+    )
 
 
 def _store_embedder(db: str | os.PathLike[str], choice: EmbedderChoice) -> Embedder:

@@ -63,11 +63,13 @@ class PgMask:
     as_of: str
     require_consent: bool
 
-    def where(self, scope: Scope) -> tuple[str, list[Any]]:
+    def where(self, scope: Scope, *, vectors: bool = True) -> tuple[str, list[Any]]:
+        """The condition, as SQL over ``notes n``; ``vectors``: only the rows that have their vector (a
+        note written moments ago may not yet: the word signals pass it all the same)."""
         consent = f"{_HIDDEN} = 1" if self.require_consent else f"{_HIDDEN} <> 2"
         sql = (
             "n.tenant_id = ? AND n.resource_id = ? AND n.thread_id = ? AND n.status = 'active' "
-            "AND n.embedding IS NOT NULL AND n.kind = ANY(?) "
+            f"{'AND n.embedding IS NOT NULL ' if vectors else ''}AND n.kind = ANY(?) "
             "AND (n.valid_from IS NULL OR n.valid_from <= ?) AND (n.valid_to IS NULL OR n.valid_to > ?) "
             f"AND {consent} AND (n.source_entry_ids IS NULL OR n.source_entry_ids = '[]' OR NOT EXISTS ("
             "SELECT 1 FROM source_lineage l WHERE l.tenant_id = n.tenant_id AND l.resource_id = n.resource_id "
@@ -157,7 +159,7 @@ class PgVectorIndex:
         """Those of the rowids that the mask lets through."""
         if not rowids:
             return set()
-        where, params = mask.where(self.scope)
+        where, params = mask.where(self.scope, vectors=False)
         sql = f"SELECT n.rowid FROM notes n WHERE n.rowid = ANY(?) AND {where}"
         with self.store.read() as conn:
             return {int(row[0]) for row in conn.execute(sql, [list(rowids), *params]).fetchall()}

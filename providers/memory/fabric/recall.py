@@ -265,6 +265,9 @@ def recall(
         raise MemoryValidationError("budget must be a positive integer")
     resolved, fusion_override = resolve_scoring(scoring)
     fusion = FusionSettings.resolve(fusion_override, memory.fusion)
+    trailing = memory.trailing
+    # a few notes written just before are embedded now; past that they are found by their words
+    pending = trailing.catch_up() if trailing is not None else 0
     batch = recall_candidates(
         memory, query, resolved_kinds, as_of_iso, min(HARD_TOP_K_CAP, k * RECALL_OVERSAMPLE), resolved, fusion
     )
@@ -310,4 +313,4 @@ def recall(
                 valid=True,
             )
         )
-    return RecallResult(hits=hits, explain=explain)
+    return RecallResult(hits=hits, explain=explain, vectors_pending=pending or None)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection, Database, open_database
 
+from .backlog import Later, VectorBacklog
 from .bulk import BulkNotes
 from .changes import NoteChanges
 from .choice import short_name
@@ -65,7 +66,7 @@ def _pg_notes(database: Database) -> PgNotes:
     return PgNotes(database)
 
 
-class Store(ScopeSideRows, NoteChanges, BulkNotes):
+class Store(ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog):
     """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
@@ -230,15 +231,20 @@ class Store(ScopeSideRows, NoteChanges, BulkNotes):
         return f"AND {plus}tenant_id = ? AND {plus}resource_id = ? AND {plus}thread_id = ?"
 
     def insert_note(
-        self, scope: Scope, note: MemoryNote, embedding: npt.NDArray[np.float32] | None, *, origin: str | None = None
+        self,
+        scope: Scope,
+        note: MemoryNote,
+        embedding: npt.NDArray[np.float32] | Later | None,
+        *,
+        origin: str | None = None,
     ) -> int:
-        """Insert a note row (with its rendering and embedding); return its seq. ``origin``: the store a
-        synced note came from."""
+        """Insert a note row (with its rendering and embedding; :data:`~.backlog.LATER` or None: none yet);
+        return its seq. ``origin``: the store a synced note came from."""
         with self.write() as conn:
             seq = self._bump(conn, scope, note.id, "upsert", origin)
             column, render = self._rendering
             cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", column, "embedding")
-            blob = None if embedding is None else self._vector(embedding)
+            blob = None if embedding is None or isinstance(embedding, Later) else self._vector(embedding)
             values = [*_scope_key(scope), *_note_values(note), seq, render(note), blob]
             with self._vector_write(conn, blob is not None):
                 conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
@@ -248,21 +254,24 @@ class Store(ScopeSideRows, NoteChanges, BulkNotes):
         self,
         scope: Scope,
         note: MemoryNote,
-        embedding: npt.NDArray[np.float32] | None = None,
+        embedding: npt.NDArray[np.float32] | Later | None = None,
         *,
         origin: str | None = None,
     ) -> int:
         """Rewrite the row with ``note.id`` (every field and its rendering; the embedding only when
-        given); return its new seq. Raises MemoryValidationError when the row is not in the scope."""
+        given, :data:`~.backlog.LATER`: none until it is made); return its new seq. Raises
+        MemoryValidationError when the row is not in the scope."""
         with self.write() as conn:
             seq = self._bump(conn, scope, note.id, "upsert", origin)
             column, render = self._rendering
             sets = [f"{col} = ?" for col in NOTE_COLUMNS] + ["seq = ?", f"{column} = ?"]
             values = [*_note_values(note), seq, render(note)]
-            if embedding is not None:
+            if isinstance(embedding, Later):
+                sets.append("embedding = NULL")
+            elif embedding is not None:
                 sets.append("embedding = ?")
                 values.append(self._vector(embedding))
-            with self._vector_write(conn, embedding is not None):
+            with self._vector_write(conn, embedding is not None and not isinstance(embedding, Later)):
                 cur = conn.execute(
                     f"UPDATE notes SET {', '.join(sets)} "
                     "WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",

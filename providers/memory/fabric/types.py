@@ -122,6 +122,9 @@ class ExplainRow(_Model):
 class RecallResult(_Model):
     hits: list[RecallHit]
     explain: list[ExplainRow]
+    # notes of the scope written moments ago whose vectors are still being made: this recall could
+    # find them by their words only (None: every note had its vector)
+    vectors_pending: int | None = None
 
 
 class ForgetResult(_Model):

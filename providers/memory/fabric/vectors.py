@@ -62,6 +62,7 @@ class VectorIndex:
         self.lock = threading.Lock()
         self.fold_exact_rows = FOLD_EXACT_ROWS
         self.seq = -1
+        self._fill = 0  # the last vector fill read (backlog.VectorBacklog.fills_since)
         self._lineage: dict[str, str] | None = None
         self._tainted: set[int] = set()
         self._stale = False
@@ -77,6 +78,7 @@ class VectorIndex:
         self.consent = np.zeros(capacity, dtype=np.int8)
         self.blocked = np.zeros(capacity, dtype=bool)
         self.live = np.zeros(capacity, dtype=bool)
+        self.vectored = np.zeros(capacity, dtype=bool)  # False: a note whose vector is not made yet
         self.rowids = np.zeros(capacity, dtype=np.int64)
         self.slot_of: dict[str, int] = {}
         self.slot_of_rowid: dict[int, int] = {}
@@ -92,7 +94,7 @@ class VectorIndex:
 
     def _grow(self) -> None:
         capacity = self.matrix.shape[0] * 2
-        for name in ("matrix", "kind", "valid_from", "valid_to", "consent", "blocked", "live", "rowids"):
+        for name in ("matrix", "kind", "valid_from", "valid_to", "consent", "blocked", "live", "vectored", "rowids"):
             old = getattr(self, name)
             new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             new[: old.shape[0]] = old
@@ -130,7 +132,8 @@ class VectorIndex:
         else:
             self.sources.pop(slot, None)
         self.blocked[slot] = any(source in revoked for source in sources)
-        self.live[slot] = row[_STATUS] == "active" and bool(blob)
+        self.live[slot] = row[_STATUS] == "active"
+        self.vectored[slot] = bool(blob)
 
     def _load(self, rows: list[tuple[Any, ...]], revoked: dict[str, str]) -> None:
         """Replace the whole index with these rows, column by column (a per-row put costs 10x)."""
@@ -151,7 +154,8 @@ class VectorIndex:
         self.valid_from[:n] = [-math.inf if v is None else iso_to_epoch(v, 0.0) for v in cols[_VALID_FROM]]
         self.valid_to[:n] = [math.inf if v is None else iso_to_epoch(v, 0.0) for v in cols[_VALID_TO]]
         self.consent[:n] = [0 if c is None else consent_state(c) for c in cols[_CONSENT]]
-        self.live[:n] = [s == "active" and bool(b) for s, b in zip(cols[_STATUS], cols[_BLOB], strict=True)]
+        self.live[:n] = [status == "active" for status in cols[_STATUS]]
+        self.vectored[:n] = [bool(blob) for blob in cols[_BLOB]]
         for slot, raw in enumerate(cols[_SOURCES]):
             sources = json_list(raw)
             if sources:
@@ -186,19 +190,26 @@ class VectorIndex:
             self._stale = False
             self.seq = -1
         latest = self.store.change_seq(self.scope)
+        # vectors filled in since (notes written before their vectors: .trailing); None: read it all again
+        newest_fill, filled = self.store.fills_since(self.scope, self._fill) if self.seq >= 0 else (0, [])
+        if filled is None:
+            self.seq = -1
         revoked = self.store.revoked_sources(self.scope)
         if revoked != self._lineage:
             self._lineage = revoked
             for slot, sources in self.sources.items():
                 self.blocked[slot] = any(source in revoked for source in sources)
-        if latest == self.seq:
+        if latest == self.seq and not filled:
+            self._fill = newest_fill
             return
         changes = self.store.changes_since(self.scope, self.seq) if self.seq >= 0 else []
         if self.seq < 0 or len(changes) > _FULL_RELOAD_AT:
+            self._fill = self.store.newest_fill()  # read before the rows: a fill meanwhile is read again
             self._load(self.store.index_rows(self.scope, "TRUE"), revoked)
             self._build_postings()
         else:
-            ids = list(dict.fromkeys(note_id for _, note_id, _ in changes))
+            self._fill = newest_fill
+            ids = list(dict.fromkeys([*(note_id for _, note_id, _ in changes), *(filled or [])]))
             found: set[str] = set()
             rows = []
             for start in range(0, len(ids), 500):
@@ -305,7 +316,7 @@ class VectorIndex:
         n = self.size
         if n == 0 or limit <= 0:
             return []
-        sims = np.where(mask, self._scores(query), -np.inf)
+        sims = np.where(mask & self.vectored[:n], self._scores(query), -np.inf)
         k = min(limit, n)
         idx = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
         idx = idx[np.argsort(-sims[idx], kind="stable")]

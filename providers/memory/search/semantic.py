@@ -44,10 +44,12 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     kinds = request.kinds or _kinds_for_scope(scope)
     note_kinds = [k for k in kinds if k != "episode"]
     pairs: list[tuple[RecallHit, ExplainRow]] = []
+    pending = None
     if note_kinds:
         result = space.fabric.recall(query.semantic, kinds=note_kinds, as_of=request.as_of, top_k=32,
                                      budget=request.budget, scoring=SEARCH_SCORING)  # fmt: skip
         pairs = list(zip(result.hits, result.explain, strict=True))
+        pending = result.vectors_pending
     if "episode" in kinds:
         memory = space.fabric.memory
         pairs += episode_recall(memory.embedder, space.ledger.observations(), query.semantic, top_k=32,
@@ -59,7 +61,8 @@ def semantic(space: Space, request: SearchRequest, scope: str, limit: int) -> Ma
     for hit, explain in pairs:
         current = hit.name is not None and current_ids.get((hit.kind, hit.name)) == hit.id
         rows.append((hit, explain.model_dump(exclude_none=True), hit_path(hit, current)))
-    return semantic_matches(rows, request, scope, limit, _reading(space, None))
+    page = semantic_matches(rows, request, scope, limit, _reading(space, None))
+    return page.model_copy(update={"x_vectors_pending": pending}) if pending else page
 
 
 def _at_rows(space: Space, request: SearchRequest, where: AtPath) -> list[tuple[RecallHit, dict[str, object], str]]:

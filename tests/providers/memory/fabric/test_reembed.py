@@ -71,6 +71,7 @@ def build(db: str, root: Path, embedder: Embedder) -> MemoryProvider:
         client.write("/facts/topic-3.md", f"{space} topic three moved to friday".encode())  # a new version
         client.write("/procedures/release.md", b"1. tag the build\n2. run the canary\n3. promote")
         client.write("/files/notes/readme.md", f"zebra crossing in the workspace file of {space}".encode())
+        provider.fabric(space).fill_vectors()  # a dense embedder's vectors are made after the writes
     return provider
 
 
