@@ -7,7 +7,8 @@ indexed (full text, trigrams) and no vector, and is embedded afterwards:
 
 - **by a thread of the process that wrote it**, woken by the write, a batch at a time, each batch
   embedded outside any transaction and stored in one (:meth:`~.backlog.VectorBacklog.fill_vectors`:
-  only onto the version it was made from);
+  only onto the version it was made from); it lets the scope's writes go first (a batch waits for a
+  pause of 50 ms in them, at most a second);
 - **by a recall**, before it searches, when its scope has at most ``CATCH_UP`` notes waiting: a
   recall just after a few writes ranks them by meaning like any other. With more waiting, the recall
   searches now and says how many notes it could find only by their words (``vectors_pending``);
@@ -24,6 +25,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -40,6 +42,8 @@ __all__ = ["CATCH_UP", "TrailingVectors"]
 CATCH_UP = 32
 _BATCH = 32
 _RETRY_S = 1.0
+_QUIET_S = 0.05
+_YIELD_S = 1.0
 _log = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
@@ -61,11 +65,13 @@ class TrailingVectors:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._owed = False  # notes written without vectors in a transaction not yet committed
+        self._last_write = 0.0  # time.monotonic() of this scope's last write without vectors
         store.on_transaction_end(self._transaction_ended)
 
     def wrote(self) -> None:
         """Say that notes were just written without their vectors: the thread fills them once their
         transaction commits (at once when it has)."""
+        self._last_write = time.monotonic()
         with self._state:
             if not self._wrote:
                 self._wrote = True
@@ -157,12 +163,25 @@ class TrailingVectors:
     def _fill_until_closed(self) -> None:
         after = 0
         while not self._closed:
+            self._yield_to_writes()
             with self._fill_lock:
                 waiting = self.store.without_vectors(self.scope, limit=self.batch, after=after)
                 if not waiting:
                     return
                 self._embed_and_store(waiting)
             after = waiting[-1][0]
+
+    def _yield_to_writes(self) -> None:
+        """Wait until this scope's writes pause (``_QUIET_S`` without one), at most ``_YIELD_S``: on a few
+        cores the model's batches and the writes share the CPU, and a caller waits for a write, not for
+        a vector. Under writes that never pause, a batch still goes every ``_YIELD_S``."""
+        deadline = time.monotonic() + _YIELD_S
+        while not self._closed:
+            now = time.monotonic()
+            quiet = now - self._last_write
+            if quiet >= _QUIET_S or now >= deadline:
+                return
+            time.sleep(min(_QUIET_S - quiet, deadline - now))
 
     def _embed_and_store(self, waiting: list[tuple[int, int, MemoryNote]]) -> int:
         if not waiting:
