@@ -155,7 +155,7 @@ class TrailingVectors:
                 _log.warning("note vectors are not made here any more: %s", error)
                 return
             except Exception as error:  # a write holding the store past the busy timeout, a dropped connection
-                _log.warning("note vectors of %s wait (retried in %g s): %s", self.scope.resource_id, _RETRY_S, error)
+                _log.info("note vectors of %s wait (retried in %g s): %s", self.scope.resource_id, _RETRY_S, error)
                 with self._state:
                     self._wake = True
                     self._state.wait(_RETRY_S)
