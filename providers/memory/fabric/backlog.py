@@ -12,8 +12,8 @@ Mixed into :class:`~.store.Store`, whose connections and vector form it uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from afi.storage.database import Connection
@@ -25,10 +25,23 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from afi.storage.database import Database
+
 __all__ = ["FILLS_KEPT", "LATER", "Later", "VectorBacklog"]
 
 FILLS_KEPT = 10_000
 _SCOPE = "tenant_id = ? AND resource_id = ? AND thread_id = ?"
+_RETURNING = "RETURNING tenant_id, resource_id, thread_id, id"
+_FILL = f"UPDATE notes SET embedding = ? WHERE rowid = ? AND seq = ? AND embedding IS NULL {_RETURNING}"
+_FILL_UNLESS_HELD = (
+    "UPDATE notes SET embedding = ? WHERE rowid = (SELECT rowid FROM notes WHERE rowid = ? AND seq = ? "
+    f"AND embedding IS NULL FOR UPDATE SKIP LOCKED) {_RETURNING}"
+)
+_PRUNE = "DELETE FROM vector_fills WHERE fill <= ?"
+_PRUNE_UNLESS_HELD = (
+    "DELETE FROM vector_fills WHERE fill IN (SELECT fill FROM vector_fills WHERE fill <= ? FOR UPDATE SKIP LOCKED)"
+)
+_BRIEF_WAIT_MS = 100
 
 
 class Later:
@@ -50,6 +63,8 @@ class VectorBacklog:
         def write(self, scope: Scope | None = None) -> AbstractContextManager[Connection]: ...
         def check_vectors(self, conn: Connection | None = None) -> None: ...
         def _vector(self, embedding: npt.NDArray[np.float32] | bytes) -> Any: ...
+
+        database: Database
 
     def without_vectors(self, scope: Scope | None = None, *, limit: int,
                         after: int = 0) -> list[tuple[int, int, MemoryNote]]:  # fmt: skip
@@ -73,24 +88,25 @@ class VectorBacklog:
                                _scope_key(scope)).fetchone()  # fmt: skip
         return int(row[0])
 
-    def fill_vectors(self, filled: Sequence[tuple[int, int, npt.NDArray[np.float32]]]) -> int:
+    def fill_vectors(self, filled: Sequence[tuple[int, int, npt.NDArray[np.float32]]], *, wait: bool = True) -> int:
         """Given ``(rowid, seq, vector)`` of notes embedded after their write, store each vector on its
         row when the row is still that version without a vector, in one transaction; return how many
-        were stored.
+        were stored. A fill never waits for a row a writer holds (PostgreSQL: it passes it over, so a
+        fill and a write never deadlock); ``wait=False``: nor, on SQLite, for long for the store's
+        write lock (a recall's: it goes on by the words).
 
         Raises MemoryValidationError when the store's vectors were moved to another embedder meanwhile.
         """
         if not filled:
             return 0
-        with self.write() as conn:
+        engine = self.database.engine
+        fill, prune = engine.choose(sqlite=(_FILL, _PRUNE), postgresql=(_FILL_UNLESS_HELD, _PRUNE_UNLESS_HELD))
+        # where a write holds the whole store, a recall's fill waits for it only briefly
+        with _brief_wait(self, not wait and engine.one_writer_at_a_time), self.write() as conn:
             self.check_vectors(conn)
             logged: list[tuple[Any, ...]] = []
             for rowid, seq, vector in filled:
-                row = conn.execute(
-                    "UPDATE notes SET embedding = ? WHERE rowid = ? AND seq = ? AND embedding IS NULL "
-                    "RETURNING tenant_id, resource_id, thread_id, id",
-                    (self._vector(vector), rowid, seq),
-                ).fetchone()
+                row = conn.execute(fill, (self._vector(vector), rowid, seq)).fetchone()
                 if row is not None:
                     logged.append(tuple(row))
             if logged:
@@ -100,7 +116,7 @@ class VectorBacklog:
                 )
                 newest = int(conn.execute("SELECT MAX(fill) FROM vector_fills").fetchone()[0])
                 if newest % 1000 < len(logged):  # now and then, not every batch
-                    conn.execute("DELETE FROM vector_fills WHERE fill <= ?", (newest - FILLS_KEPT,))
+                    conn.execute(prune, (newest - FILLS_KEPT,))
         return len(logged)
 
     def fills_since(self, scope: Scope, fill: int) -> tuple[int, list[str] | None]:
@@ -123,6 +139,25 @@ class VectorBacklog:
         with self.read() as conn:
             row = conn.execute("SELECT MAX(fill) FROM vector_fills").fetchone()
         return int(row[0] or 0)
+
+
+@contextmanager
+def _brief_wait(store: VectorBacklog, brief: bool) -> Iterator[None]:
+    """Around a SQLite write of this thread not already in a transaction: wait at most
+    ``_BRIEF_WAIT_MS`` for the store's write lock (``brief``), then the connection's own timeout again."""
+    if not brief:
+        yield
+        return
+    if store.database.in_transaction():  # this thread's write holds the lock already: nothing to wait for
+        yield
+        return
+    with store.read() as conn:
+        before = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
+        conn.execute(f"PRAGMA busy_timeout = {_BRIEF_WAIT_MS}")
+        try:
+            yield
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {before}")
 
 
 def _scope_of(key: Sequence[Any]) -> Scope:

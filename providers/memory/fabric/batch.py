@@ -118,7 +118,7 @@ def remember_many(fabric: MemoryFabric, notes: Any) -> list[MemoryNote]:
             with naming(index):
                 out.append(fabric._stored(waiting, embedding))
     if trailing:
-        trailing.wrote()
+        trailing.wrote(note.id for note in out)
     return out
 
 

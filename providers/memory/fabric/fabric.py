@@ -82,7 +82,7 @@ class MemoryFabric(NoteReads):
         with self.memory.store.write(self.memory.scope):
             note = self._stored(pending, embedding)
         if trailing:
-            trailing.wrote()
+            trailing.wrote([note.id])
         return note
 
     def remember_many(self, notes: Any) -> list[MemoryNote]:

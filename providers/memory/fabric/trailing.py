@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .embedders import Embedder, embedding_text
@@ -41,14 +41,15 @@ __all__ = ["CATCH_UP", "TrailingVectors"]
 
 CATCH_UP = 32
 _BATCH = 32
-_RETRY_S = 1.0
-_QUIET_S = 0.05
-_YIELD_S = 1.0
+_QUIET_S = 0.05  # a batch of the thread waits for a pause this long in the scope's writes...
+_YIELD_S = 1.0  # ...at most this long
+_RETRY_S = (1.0, 60.0)  # after a failed pass the thread waits the first, doubling up to the second
 _log = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
-# what this process wrote without vectors, made before it exits
+# what this process wrote without vectors (made before it exits), and whose thread is running (stopped)
 _OWED: weakref.WeakSet[TrailingVectors] = weakref.WeakSet()
+_RUNNING: weakref.WeakSet[TrailingVectors] = weakref.WeakSet()
 _HOOKED = False
 _HOOK_LOCK = threading.Lock()
 
@@ -59,31 +60,38 @@ class TrailingVectors:
     def __init__(self, store: Store, embedder: Embedder, scope: Scope, *, batch: int = _BATCH) -> None:
         self.store, self.embedder, self.scope, self.batch = store, embedder, scope, batch
         self._fill_lock = threading.Lock()  # the thread's passes and fill()'s take turns
+        self._catch_up_lock = threading.Lock()  # recalls catching up take turns (the second finds it done)
         self._state = threading.Condition()
-        self._wrote = False  # this process wrote notes without vectors
+        self._written: set[str] = set()  # ids of the notes this process wrote without vectors
         self._wake = False
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._owed = False  # notes written without vectors in a transaction not yet committed
+        self._owed_tx: set[int] = set()  # transactions not yet committed that wrote notes without vectors
         self._last_write = 0.0  # time.monotonic() of this scope's last write without vectors
+        self._failed_at = 0.0  # when a pass last failed, and how long to wait after it
+        self._retry_s = _RETRY_S[0]
         store.on_transaction_end(self._transaction_ended)
 
-    def wrote(self) -> None:
-        """Say that notes were just written without their vectors: the thread fills them once their
-        transaction commits (at once when it has)."""
+    def wrote(self, note_ids: Iterable[str]) -> None:
+        """Say that these notes were just written without their vectors: the thread makes them once
+        their transaction commits (at once when it has)."""
         self._last_write = time.monotonic()
         with self._state:
-            if not self._wrote:
-                self._wrote = True
+            if not self._written:
                 _owe(self)
-            if self.store.uncommitted_tx() is not None:
-                self._owed = True
+            self._written.update(note_ids)
+            tx = self.store.uncommitted_tx()
+            if tx is not None:
+                self._owed_tx.add(tx)
                 return
         self._wake_thread()
 
     def _transaction_ended(self, tx: int, committed: bool) -> None:
-        if self._owed and committed:
-            self._owed = False
+        with self._state:
+            if tx not in self._owed_tx:
+                return
+            self._owed_tx.discard(tx)
+        if committed:
             self._wake_thread()
 
     def _wake_thread(self) -> None:
@@ -91,85 +99,107 @@ class TrailingVectors:
             if self._closed:
                 return
             self._wake = True
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="afi-vectors", daemon=True)
-                self._thread.start()
+            if self._thread is None:  # none, or it ended when it found nothing to do
+                thread = threading.Thread(target=self._run, name="afi-vectors", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError as error:  # no thread to be had: left to the next recall or the exit
+                    _log.warning("note vectors of %s wait: %s", self.scope.resource_id, error)
+                    return
+                self._thread = thread
+                _hook()
+                _RUNNING.add(self)
             self._state.notify()
 
     def catch_up(self, limit: int = CATCH_UP) -> int:
         """Fill the scope's waiting vectors now when there are at most ``limit``; return how many still
-        wait (0 when none did or all were filled)."""
+        wait (0 when none did or all were filled). Never waits long for a writer: on a busy store the
+        recall goes on by the words."""
         waiting = self.store.without_vectors(self.scope, limit=limit + 1)
         if not waiting:
             return 0
-        if len(waiting) > limit:
-            self._wake_thread()  # written by another process, or before this one started
+        if len(waiting) > limit or time.monotonic() < self._failed_at + self._retry_s:
+            self._wake_thread()  # written by another process, before this one started, or failing now
             return self.store.count_without_vectors(self.scope)
-        # not behind the thread's lock: a recall does not wait for a batch, and a row the thread fills
-        # first is left alone (a fill lands only on a row still without a vector)
-        try:
-            self._embed_and_store(waiting)
-        except MemoryValidationError:
-            raise  # the store's vectors moved to another embedder: the recall must not search them
-        except Exception as error:  # a writer holding the store: this recall goes on by the words
-            _log.info("a recall went on without making %d waiting vectors: %s", len(waiting), error)
-            self._wake_thread()
+        with self._catch_up_lock:
+            waiting = self.store.without_vectors(self.scope, limit=limit)
+            try:
+                self._embed_and_store(waiting, wait=False)
+            except MemoryValidationError:
+                raise  # the store's vectors moved to another embedder: the recall must not search them
+            except Exception as error:  # a writer holding the store: this recall goes on by the words
+                _log.info("a recall went on without making %d waiting vectors: %s", len(waiting), error)
+                self._failed_at = time.monotonic()
+                self._wake_thread()
         return self.store.count_without_vectors(self.scope)
 
-    def fill(self, progress: Progress | None = None) -> int:
-        """Fill every vector the scope still waits for, a batch at a time; return how many were stored."""
+    def fill(self, progress: Progress | None = None, *, only: set[str] | None = None) -> int:
+        """Fill every vector the scope still waits for (``only``: of those notes), a batch at a time;
+        return how many were stored."""
         stored, after = 0, 0
         while True:
             with self._fill_lock:
-                waiting = self.store.without_vectors(self.scope, limit=self.batch, after=after)
+                # another process's notes are read past (its own thread or exit makes them)
+                waiting = self.store.without_vectors(self.scope, limit=self.batch if only is None else 512,
+                                                     after=after)  # fmt: skip
                 if not waiting:
                     return stored
-                stored += self._embed_and_store(waiting)
+                stored += self._embed_and_store([w for w in waiting if only is None or w[2].id in only])
             after = waiting[-1][0]
             if progress is not None:
                 progress(stored)
 
     def close(self) -> None:
-        """Stop the thread and, when this process wrote notes without vectors, fill what is left."""
+        """Stop the thread and make the vectors this process's writes still wait for."""
         with self._state:
             self._closed = True
             self._state.notify()
-            thread, wrote = self._thread, self._wrote
+            thread, written = self._thread, set(self._written)
         if thread is not None:
             thread.join()
-        if wrote:
-            self.fill()
-            _OWED.discard(self)
+        if written:
+            self.fill(only=written)
+        _OWED.discard(self)
+        _RUNNING.discard(self)
 
     def _run(self) -> None:
         while True:
             with self._state:
-                while not self._wake and not self._closed:
-                    self._state.wait()
-                if self._closed:
+                if self._closed or not self._wake:
+                    self._thread = None  # nothing more to do: the thread ends, a write starts another
+                    _RUNNING.discard(self)
                     return
                 self._wake = False
             try:
                 self._fill_until_closed()
-            except MemoryValidationError as error:  # the store moved to another embedder: nothing to retry
-                _log.warning("note vectors are not made here any more: %s", error)
-                return
-            except Exception as error:  # a write holding the store past the busy timeout, a dropped connection
-                _log.info("note vectors of %s wait (retried in %g s): %s", self.scope.resource_id, _RETRY_S, error)
+                self._retry_s = _RETRY_S[0]
+            except Exception as error:  # the store busy past its timeout, a dropped connection, moved vectors
+                self._failed_at = time.monotonic()
+                _log.info("note vectors of %s wait (tried again in %g s): %s", self.scope.resource_id,
+                          self._retry_s, error)  # fmt: skip
                 with self._state:
                     self._wake = True
-                    self._state.wait(_RETRY_S)
+                    self._state.wait(self._retry_s)
+                self._retry_s = min(self._retry_s * 2, _RETRY_S[1])
 
     def _fill_until_closed(self) -> None:
-        after = 0
+        """Passes over the scope's waiting notes, oldest first, until one finds nothing to do. A note
+        passed over (edited or renamed since it was read) is read again by the next pass."""
         while not self._closed:
-            self._yield_to_writes()
-            with self._fill_lock:
-                waiting = self.store.without_vectors(self.scope, limit=self.batch, after=after)
-                if not waiting:
-                    return
-                self._embed_and_store(waiting)
-            after = waiting[-1][0]
+            after, stored, read = 0, 0, 0
+            while not self._closed:
+                self._yield_to_writes()
+                with self._fill_lock:
+                    waiting = self.store.without_vectors(self.scope, limit=self.batch, after=after)
+                    if not waiting:
+                        break
+                    stored += self._embed_and_store(waiting)
+                read += len(waiting)
+                after = waiting[-1][0]
+            if stored == read:  # every note read was filled (or none waited): done
+                return
+            if stored == 0:  # every one passed over: the writes that changed them wake the thread again
+                return
 
     def _yield_to_writes(self) -> None:
         """Wait until this scope's writes pause (``_QUIET_S`` without one), at most ``_YIELD_S``: on a few
@@ -183,28 +213,34 @@ class TrailingVectors:
                 return
             time.sleep(min(_QUIET_S - quiet, deadline - now))
 
-    def _embed_and_store(self, waiting: list[tuple[int, int, MemoryNote]]) -> int:
+    def _embed_and_store(self, waiting: list[tuple[int, int, MemoryNote]], *, wait: bool = True) -> int:
         if not waiting:
             return 0
         texts = [embedding_text(note) for _, _, note in waiting]
         vectors = self.embedder.embed(texts)
-        return self.store.fill_vectors([(rowid, seq, vectors[n]) for n, (rowid, seq, _) in enumerate(waiting)])
+        made = [(rowid, seq, vectors[n]) for n, (rowid, seq, _) in enumerate(waiting)]
+        return self.store.fill_vectors(made, wait=wait)
 
 
 def _owe(trailing: TrailingVectors) -> None:
-    """Have the process make this scope's vectors before it exits. The hook is registered at the first
-    write, after the store's first connection: ``atexit`` runs the last registered first, so it runs
-    before the hook that closes connections (:mod:`afi.sqlite`'s finalizers)."""
+    """Have the process make this scope's vectors before it exits."""
+    _hook()
+    _OWED.add(trailing)
+
+
+def _hook() -> None:
+    """Register the exit hook, once. It is registered at the first write or the first thread, after the
+    store's first connection: ``atexit`` runs the last registered first, so it runs before the hook
+    that closes connections (:mod:`afi.sqlite`'s finalizers)."""
     global _HOOKED
     with _HOOK_LOCK:
         if not _HOOKED:
-            atexit.register(_fill_before_exit)
+            atexit.register(_before_exit)
             _HOOKED = True
-        _OWED.add(trailing)
 
 
-def _fill_before_exit() -> None:
-    for trailing in list(_OWED):
+def _before_exit() -> None:
+    for trailing in {*_OWED, *_RUNNING}:
         try:
             trailing.close()
         except Exception as error:  # a store closed under it, a database gone: left to the next write or recall

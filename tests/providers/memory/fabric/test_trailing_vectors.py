@@ -298,3 +298,42 @@ def test_a_recall_while_another_writer_holds_the_store_answers_by_the_words(tmp_
     finally:
         held.free.set()
         fabric.memory.close()
+
+
+def test_a_process_makes_only_its_own_notes_vectors_before_it_exits_and_its_thread_ends_when_idle(
+    store_url: str, fabric: MemoryFabric, held: Held
+) -> None:
+    """Another process's notes still waiting are its own to make: a command that wrote one note does not
+    stay behind at its exit embedding a server's backlog. An idle vector thread ends (a write starts
+    another), so a memory let go of holds no thread."""
+    held.free.clear()
+    fabric.remember(kind="fact", content=sentence(900))
+    assert held.waiting.wait(10)
+    for n in range(901, 941):  # this process's backlog, its thread held in the embedder
+        fabric.remember(kind="fact", content=sentence(n))
+    root = str(Path(__file__).resolve().parents[4])
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {root!r})
+        from tests.providers.memory.fabric.test_trailing_vectors import Held, sentence
+        from afi.providers.memory import create_memory, create_memory_fabric
+        fabric = create_memory_fabric(create_memory({store_url!r}, tenant_id="t", resource_id="r",
+                                                    thread_id="main", embedder=Held()))
+        fabric.remember(kind="fact", content=sentence(999))
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120, env={**os.environ, "PYTHONPATH": root})
+
+    vectors = stored_vectors(store_url)
+    assert vectors[sentence(999)] is not None  # its own, made before it exited
+    # this process's are left to this process: the other's thread may have made a batch of them before
+    # its exit stopped it (a thread helps with its scope's backlog while its process lives), not all
+    assert sum(vector is None for vector in vectors.values()) >= 41 - 32
+
+    held.free.set()
+    assert all(vector is not None for vector in settled(store_url).values())
+    trailing = fabric.memory.trailing
+    assert trailing is not None
+    deadline = time.monotonic() + 10
+    while trailing._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert trailing._thread is None
