@@ -7,6 +7,7 @@ store as it is between a write's commit and its vector.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -337,3 +338,84 @@ def test_a_process_makes_only_its_own_notes_vectors_before_it_exits_and_its_thre
     while trailing._thread is not None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert trailing._thread is None
+
+
+WRITER = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from tests.providers.memory.fabric.test_trailing_vectors import Held, sentence
+    from afi.providers.memory import create_memory, create_memory_fabric
+    me = {me}
+    fabric = create_memory_fabric(create_memory({db!r}, tenant_id="t", resource_id="r", thread_id="main",
+                                                embedder=Held()))
+    for k in range(30):
+        n = 10_000 * (me + 1) + k
+        if k % 3 == 2:  # a batch, some of it rewriting names this writer wrote before
+            notes = fabric.remember_many([{{"kind": "fact", "content": sentence(n * 10 + j),
+                                            "name": f"w{{me}}-topic-{{j}}"}} for j in range(4)])
+        else:  # a new note, or a new version of one of the names
+            notes = [fabric.remember(kind="fact", content=sentence(n), name=f"w{{me}}-topic-{{k % 5}}")]
+        for note in notes:
+            print(json.dumps([note.id, note.content]), flush=True)
+        if me == 1 and k == 15:
+            sys.stdin.readline()  # killed while it waits here
+""")
+
+
+def test_writers_in_three_processes_one_killed_leave_every_acknowledged_note_with_its_own_texts_vector(
+    store_url: str,
+) -> None:
+    """Three processes write one scope at once (new notes, new versions of names, batches), each making
+    vectors after its writes; one is killed with SIGKILL part-way. Every note a writer was answered for
+    is in the store as last answered, and once the vectors are made each is its own text's: no fill
+    crossed an edit, no fill and write deadlocked (a writer would have failed), nothing was lost."""
+    root = str(Path(__file__).resolve().parents[4])
+    env = {**os.environ, "PYTHONPATH": root}
+    acknowledged: dict[str, str] = {}  # note id -> the content the writer was last answered with
+    answers = [0, 0, 0]
+    pipe = subprocess.PIPE
+    commands = [[sys.executable, "-c", WRITER.format(root=root, db=store_url, me=me)] for me in range(3)]
+    children = [subprocess.Popen(command, stdin=pipe, stdout=pipe, text=True, env=env) for command in commands]
+    try:
+        for me in (1, 0, 2):  # the one to kill first: it waits for its kill after its 16th write
+            stdout = children[me].stdout
+            assert stdout is not None
+            for line in stdout:
+                note_id, content = json.loads(line)
+                acknowledged[note_id] = content
+                answers[me] += 1
+                if me == 1 and answers[me] == KILLED_AFTER:
+                    children[me].kill()  # SIGKILL part-way, its vector thread perhaps mid-batch
+                    break
+        codes = [child.wait(timeout=120) for child in children]
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+            for stream in (child.stdin, child.stdout):
+                if stream is not None:
+                    stream.close()
+    assert codes == [0, -9, 0] and answers == [60, KILLED_AFTER, 60]
+
+    reader = create_memory_fabric(create_memory(store_url, tenant_id="t", resource_id="r", thread_id="main",
+                                                embedder=Held()))  # fmt: skip
+    try:
+        reader.fill_vectors()  # what the killed writer left
+    finally:
+        reader.memory.close()
+    rows = stored_by_id(store_url)
+    assert [note_id for note_id, content in acknowledged.items() if rows.get(note_id, (None,))[0] != content] == []
+    wrong = [text for text, vector in rows.values()
+             if vector is None or not np.allclose(vector, vector_of(text), atol=2e-3)]  # fmt: skip
+    assert wrong == []
+
+
+# the killed writer's answers before it waits: 11 single notes and 5 batches of 4 (its writes 0..15)
+KILLED_AFTER = 11 + 5 * 4
+
+
+def stored_by_id(db: str) -> dict[str, tuple[str, npt.NDArray[np.float32] | None]]:
+    """Each note row's id, content and vector (None: not made yet)."""
+    with open_database(db).read() as conn:
+        ids = dict(conn.execute("SELECT content, id FROM notes").fetchall())
+    return {str(ids[content]): (content, vector) for content, vector in stored_vectors(db).items()}
