@@ -20,7 +20,7 @@ from afi.errors import AfiError
 from afi.providers.memory.fabric.choice import EmbedderChoice
 from afi.providers.memory.fabric.embedders import Embedder
 from afi.storage.database import store_label
-from afi.storage.peek import peek_meta
+from afi.storage.peek import peek_meta, peek_notes_without_vectors
 
 __all__ = ["Check", "run_checks"]
 
@@ -99,7 +99,10 @@ def _embedder(db: Path | str, choice: EmbedderChoice) -> tuple[Embedder | None, 
         return None, Check("embedder", "problem", f"the store's vectors come from {recorded[0]} ({recorded[1]} dims) "
                            f"but {embedder.name} is asked for (AFI_EMBEDDER or --embedder): the store refuses it; "
                            f"afi db reembed --embedder {choice.named} moves the store over")  # fmt: skip
-    return embedder, Check("embedder", "ok", f"{embedder.name} ({embedder.dims} dims), as the store records")
+    waiting = peek_notes_without_vectors(db)
+    later = (f"; {waiting} notes wait for their vectors (made by the next write or recall of their space: "
+             "until then they are found by their words)") if waiting else ""  # fmt: skip
+    return embedder, Check("embedder", "ok", f"{embedder.name} ({embedder.dims} dims), as the store records{later}")
 
 
 def _embeds(embedder: Embedder) -> Check:

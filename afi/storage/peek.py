@@ -13,7 +13,7 @@ from .database import is_postgres_url
 from .migrations import file_version
 from .schema import holds_anything
 
-__all__ = ["holds_a_store", "peek_meta"]
+__all__ = ["holds_a_store", "peek_meta", "peek_notes_without_vectors"]
 
 
 def holds_a_store(db: Path | str) -> bool:
@@ -50,6 +50,28 @@ def peek_meta(db: Path | str, key: str, *, since_step: int, before: str) -> str 
             return before if holds_anything(conn) else None
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0]) if row is not None else None
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+
+
+def peek_notes_without_vectors(db: Path | str) -> int | None:
+    """Given a store, return how many of its notes wait for their vectors (a sentence embedder's are
+    made after the write); None when ``db`` holds no store or none can be read."""
+    if not holds_a_store(db):
+        return None
+    sql = "SELECT COUNT(*) FROM notes WHERE embedding IS NULL"
+    if is_postgres_url(db):
+        from .postgres import pg_connect
+
+        with pg_connect(str(db)) as pg:
+            row = pg.execute(sql).fetchone()
+        return int(row[0]) if row is not None else None
+    conn = sqlite3.connect(f"{Path(db).expanduser().resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return int(conn.execute(sql).fetchone()[0])
     except sqlite3.DatabaseError:
         return None
     finally:
