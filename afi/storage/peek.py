@@ -7,7 +7,10 @@ reads it here, on either engine.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .database import is_postgres_url
 from .migrations import file_version
@@ -38,22 +41,16 @@ def peek_meta(db: Path | str, key: str, *, since_step: int, before: str) -> str 
     if not holds_a_store(db):
         return None
     if is_postgres_url(db):
-        from .postgres import pg_connect
-
-        with pg_connect(str(db)) as pg:
-            row = pg.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return str(row[0]) if row is not None else None
-    conn = sqlite3.connect(f"{Path(db).expanduser().resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        found = _pg_row(db, "SELECT value FROM meta WHERE key = %s", (key,))
+        return str(found[0]) if found is not None else None
     try:
-        conn.execute("PRAGMA busy_timeout = 5000")
-        if file_version(conn) < since_step:
-            return before if holds_anything(conn) else None
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row is not None else None
+        with _sqlite_read_only(db) as conn:
+            if file_version(conn) < since_step:
+                return before if holds_anything(conn) else None
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     except sqlite3.DatabaseError:
         return None
-    finally:
-        conn.close()
+    return str(row[0]) if row is not None else None
 
 
 def peek_notes_without_vectors(db: Path | str) -> int | None:
@@ -63,16 +60,29 @@ def peek_notes_without_vectors(db: Path | str) -> int | None:
         return None
     sql = "SELECT COUNT(*) FROM notes WHERE embedding IS NULL"
     if is_postgres_url(db):
-        from .postgres import pg_connect
+        found = _pg_row(db, sql, ())
+        return int(found[0]) if found is not None else None
+    try:
+        with _sqlite_read_only(db) as conn:
+            return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.DatabaseError:
+        return None
 
-        with pg_connect(str(db)) as pg:
-            row = pg.execute(sql).fetchone()
-        return int(row[0]) if row is not None else None
+
+def _pg_row(db: Path | str, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    from .postgres import pg_connect
+
+    with pg_connect(str(db)) as pg:
+        row = pg.execute(sql, params).fetchone()
+    return tuple(row) if row is not None else None
+
+
+@contextmanager
+def _sqlite_read_only(db: Path | str) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a SQLite store file (it waits for a writer, as the store's own do)."""
     conn = sqlite3.connect(f"{Path(db).expanduser().resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = 5000")
-        return int(conn.execute(sql).fetchone()[0])
-    except sqlite3.DatabaseError:
-        return None
+        yield conn
     finally:
         conn.close()

@@ -1,4 +1,5 @@
-"""The SQLite form of each step of the one step list (:mod:`.steps`; :mod:`.migrations` runs them).
+"""The SQLite form of step 1 of the one step list (:mod:`.steps`; :mod:`.migrations` runs them); the
+later steps' forms are :mod:`.lite_steps`.
 
 Step 1 is the layout the store had before migrations were recorded, written so that it is a no-op on
 such a store (``if_not_exists`` / ``IF NOT EXISTS`` throughout): an existing file is adopted as
@@ -8,7 +9,7 @@ is written out only for what its ``create`` cannot say: ``UNIQUE`` table or colu
 partial indexes.
 
 A later change is a new step appended to :data:`.steps.STEPS` with a form for each engine (say
-``db.table("notes").add_column(...)`` here); a step once released is never edited.
+``db.table("notes").add_column(...)`` in :mod:`.lite_steps`); a step once released is never edited.
 """
 
 from __future__ import annotations
@@ -19,20 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import sqlite_utils
 
-__all__ = [
-    "OAUTH_TABLES",
-    "audit_by_space",
-    "change_stamps",
-    "file_history",
-    "holds_anything",
-    "initial_layout",
-    "notes_by_file_name",
-    "oauth",
-    "snapshots",
-    "trigrams_without_positions",
-    "workspace_charged",
-    "workspace_of_older_stores",
-]
+__all__ = ["holds_anything", "initial_layout"]
 
 _SCOPE = {"tenant_id": str, "resource_id": str, "thread_id": str}
 _SCOPE_KEY = ("tenant_id", "resource_id", "thread_id")
@@ -236,92 +224,6 @@ def initial_layout(db: sqlite_utils.Database) -> None:
     _ledger(db)
 
 
-def notes_by_file_name(db: sqlite_utils.Database) -> None:
-    """Listings of ``/facts`` and ``/procedures`` are ordered by file name (``<name>.md``, which is not
-    the order of ``name``: ``a-b.md`` sorts before ``a.md``); an index on that expression lets a page
-    be read in order instead of sorting every note of the kind. An expression index is SQL that
-    sqlite-utils' ``create_index`` cannot say."""
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS notes_file_name "
-        "ON notes (tenant_id, resource_id, thread_id, kind, (name || '.md')) WHERE name IS NOT NULL"
-    )
-
-
-def trigrams_without_positions(db: sqlite_utils.Database) -> None:
-    """The trigram indexes keep which rows hold a trigram, not where (FTS5 ``detail=none``): about a
-    quarter of the bytes (300 against 1,040 a note), as fast, and as selective once a literal asks
-    for all its overlapping trigrams (:mod:`.trigram`). Rebuilt from the rows they index; the
-    triggers that keep them name the tables, not their options, and stay as they are."""
-    for table, column, content in (
-        ("notes_trigram", "rendered", "notes"),
-        ("workspace_trigram", "text", "workspace_files"),
-    ):
-        db.executescript(
-            f"""
-            DROP TABLE IF EXISTS {table};
-            CREATE VIRTUAL TABLE {table} USING fts5(
-                {column}, content='{content}', content_rowid='rowid', tokenize='trigram', detail=none);
-            INSERT INTO {table} ({table}) VALUES ('rebuild');
-            """
-        )
-
-
-def audit_by_space(db: sqlite_utils.Database) -> None:
-    """A space's last write (the time its folders show) is one index lookup, not a scan of every space's rows."""
-    db.execute("CREATE INDEX IF NOT EXISTS audit_space_seq ON audit (space, seq)")
-
-
-def snapshots(db: sqlite_utils.Database) -> None:
-    """Named instants of a space (afi snapshot): one row each, the past they name is the notes' own."""
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS snapshots (space TEXT NOT NULL, name TEXT NOT NULL, at TEXT NOT NULL, "
-        "created_at TEXT NOT NULL, PRIMARY KEY (space, name))"
-    )
-
-
-def file_history(db: sqlite_utils.Database) -> None:
-    """Workspace file history (afi gc drops the old): each version's bytes once in ``file_blobs``,
-    keyed by their SHA-256 however many versions and spaces share them, and ``file_versions``: from
-    ``at`` on, ``path`` held the blob ``sha256`` (or was absent, when it is NULL)."""
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS file_blobs (sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)"
-    )
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS file_versions (id INTEGER PRIMARY KEY AUTOINCREMENT, space TEXT NOT NULL, "
-        "path TEXT NOT NULL, sha256 TEXT, size INTEGER NOT NULL, at TEXT NOT NULL, op TEXT NOT NULL)"
-    )
-    db.execute("CREATE INDEX IF NOT EXISTS file_versions_path ON file_versions (space, path, at)")
-    db.execute("CREATE INDEX IF NOT EXISTS file_versions_at ON file_versions (space, at)")
-    db.execute("CREATE INDEX IF NOT EXISTS file_versions_sha256 ON file_versions (sha256) WHERE sha256 IS NOT NULL")
-
-
-def oauth(db: sqlite_utils.Database) -> None:
-    """The built-in OAuth authorization server (afi/auth/oauth): registered clients, the grants the
-    owner approved (a client, a space, scopes, the resource bound into its tokens), and every short-lived
-    secret by its SHA-256: pending consent requests, authorization codes, access and refresh tokens."""
-    for statement in OAUTH_TABLES:
-        db.execute(statement)
-
-
-OAUTH_TABLES = (
-    "CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, info TEXT NOT NULL, "
-    "created_at TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS oauth_grants (id TEXT PRIMARY KEY, client_id TEXT NOT NULL, space TEXT NOT NULL, "
-    "scopes TEXT NOT NULL, resource TEXT NOT NULL, approved_by TEXT NOT NULL, created_at TEXT NOT NULL, "
-    "revoked_at TEXT)",
-    "CREATE TABLE IF NOT EXISTS oauth_tokens (sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, grant_id TEXT, "
-    "client_id TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at TEXT, data TEXT NOT NULL, "
-    "created_at TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS oauth_tokens_grant ON oauth_tokens (grant_id)",
-)
-
-
-def change_stamps(db: sqlite_utils.Database) -> None:
-    """Each note change carries a stamp that never goes back: the newest is the scope's clock (one lookup)."""
-    if "stamp" not in db["note_changes"].columns_dict:
-        db.execute("ALTER TABLE note_changes ADD COLUMN stamp TEXT")
-
-
 _HOLDINGS = ("notes", "working", "workspace_files", "file_versions", "ledger_sessions", "snapshots", "audit")
 
 
@@ -329,87 +231,3 @@ def holds_anything(conn: sqlite3.Connection) -> bool:
     """True when the store file holds a note, a file, a session, a snapshot or an audited write."""
     tables = {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return any(conn.execute(f"SELECT 1 FROM {name} LIMIT 1").fetchone() for name in _HOLDINGS if name in tables)
-
-
-def workspace_of_older_stores(db: sqlite_utils.Database) -> None:
-    """A store that already holds something used the per-user workspace (``<data dir>/files``) whatever
-    its path: record that, so the default of a new store (a folder beside it) never hides its files."""
-    if holds_anything(db.conn):
-        db.execute("INSERT INTO meta (key, value) VALUES ('workspace_root', 'per-user') ON CONFLICT (key) DO NOTHING")
-
-
-def workspace_charged(db: sqlite_utils.Database) -> None:
-    """What the quota charges each workspace file: the bytes it has on disk, at most its size (a hole
-    costs nothing). NULL until the file is next indexed; the quota charges such a file its size."""
-    if "charged" not in db["workspace_files"].columns_dict:
-        db.execute("ALTER TABLE workspace_files ADD COLUMN charged INTEGER")
-
-
-SYNC_PEERS = (
-    "CREATE TABLE IF NOT EXISTS sync_peers (space TEXT NOT NULL, peer TEXT NOT NULL, label TEXT NOT NULL, "
-    "received INTEGER NOT NULL, received_files INTEGER NOT NULL DEFAULT 0, synced_at TEXT NOT NULL, "
-    "PRIMARY KEY (space, peer))"
-)
-
-
-def sync(db: sqlite_utils.Database) -> None:
-    """What syncing with other stores needs: where each note change and file version came from (NULL:
-    written here), the changes of one note by its id (a forget stays a ``delete`` change, so a synced
-    copy is not taken back), and per space and peer store how far this store has applied that peer's
-    note changes and file versions."""
-    if "origin" not in db["note_changes"].columns_dict:
-        db.execute("ALTER TABLE note_changes ADD COLUMN origin TEXT")
-    if "origin" not in db["file_versions"].columns_dict:
-        db.execute("ALTER TABLE file_versions ADD COLUMN origin TEXT")
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS note_changes_note ON note_changes (tenant_id, resource_id, thread_id, note_id)"
-    )
-    db.execute(SYNC_PEERS)
-
-
-SNAPSHOT_DROPS = (
-    "CREATE TABLE IF NOT EXISTS snapshot_drops (space TEXT NOT NULL, name TEXT NOT NULL, at TEXT NOT NULL, "
-    "created_at TEXT NOT NULL, dropped_at TEXT NOT NULL, PRIMARY KEY (space, name, at, created_at))"
-)
-
-
-def sync_ledger(db: sqlite_utils.Database) -> None:
-    """What syncing the rest of a space needs: each ledger entry's place in its session's merged order
-    (``clock``: a local append gets the session's highest plus one, an entry from a peer keeps its own,
-    and a session reads in (clock, entry id) order), where an entry came from, how far each peer's
-    ledger is applied, and the snapshots deleted (so a peer's copy is not brought back)."""
-    columns = db["ledger_entries"].columns_dict
-    if "clock" not in columns:
-        db.execute("ALTER TABLE ledger_entries ADD COLUMN clock INTEGER")
-        db.execute("UPDATE ledger_entries SET clock = pos + 1")
-    if "origin" not in columns:
-        db.execute("ALTER TABLE ledger_entries ADD COLUMN origin TEXT")
-    if "received_ledger" not in db["sync_peers"].columns_dict:
-        db.execute("ALTER TABLE sync_peers ADD COLUMN received_ledger INTEGER NOT NULL DEFAULT 0")
-    db.execute(SNAPSHOT_DROPS)
-
-
-def workspace_folders(db: sqlite_utils.Database) -> None:
-    """Each workspace folder's last ``mkdir`` or ``rmdir`` (a delete or a move of it counts), so a
-    sync can make and remove empty folders on the other side."""
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS folder_ops (space TEXT NOT NULL, path TEXT NOT NULL, op TEXT NOT NULL, "
-        "at TEXT NOT NULL, PRIMARY KEY (space, path))"
-    )
-
-
-VECTOR_FILLS = (
-    "CREATE TABLE IF NOT EXISTS vector_fills (fill INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL, "
-    "resource_id TEXT NOT NULL, thread_id TEXT NOT NULL, note_id TEXT NOT NULL)"
-)
-
-
-def vectors_after_writes(db: sqlite_utils.Database) -> None:
-    """Notes written before their vectors: the rows still without one found by an index of just those,
-    and each vector filled in later logged, so a process holding a scope's vectors in memory reads
-    the rows filled since it last looked."""
-    db.execute(
-        "CREATE INDEX IF NOT EXISTS notes_without_vectors ON notes (tenant_id, resource_id, thread_id) "
-        "WHERE embedding IS NULL"
-    )
-    db.execute(VECTOR_FILLS)

@@ -1,6 +1,6 @@
 """The one numbered list of schema steps, the same number for the same change on both engines.
 
-Each :class:`~.migrations.Step` carries its SQLite form (:mod:`.schema`) and its PostgreSQL form
+Each :class:`~.migrations.Step` carries its SQLite form (:mod:`.schema`, :mod:`.lite_steps`) and its PostgreSQL form
 (:mod:`.pg_steps`); ``None`` where a change has nothing to do on that engine (the engine's layout
 already had it, or it concerns the other engine's way of keeping a thing). Such a step is still
 recorded when a store passes it, so both engines' stores record the same list.
@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from . import lite_steps as lite
 from . import pg_steps as pg
-from . import schema as lite
+from . import schema
 from .migrations import Applied, Step
 
 __all__ = ["LATEST", "OLD_NUMBERS", "STEPS", "WORKSPACE_STEP", "Engine", "renumbered"]
@@ -26,7 +27,7 @@ __all__ = ["LATEST", "OLD_NUMBERS", "STEPS", "WORKSPACE_STEP", "Engine", "renumb
 Engine = Literal["sqlite", "postgresql"]
 
 STEPS: tuple[Step, ...] = (
-    Step(1, "initial layout", lite.initial_layout, pg.initial_layout),
+    Step(1, "initial layout", schema.initial_layout, pg.initial_layout),
     # PostgreSQL's initial layout has had the index from the start
     Step(2, "notes by file name", lite.notes_by_file_name, None),
     # pg_trgm's GIN indexes never kept positions

@@ -286,17 +286,7 @@ class MemoryFabric(NoteReads):
         them after the write: :mod:`.trailing`); return how many this call stored. ``progress(done,
         total)`` is called after each batch, counting the vectors made by this process's thread too."""
         trailing = self.memory.trailing
-        if trailing is None:
-            return 0
-        store, scope = self.memory.store, self.memory.scope
-        total = store.count_without_vectors(scope)
-        if progress is None or not total:
-            return trailing.fill()
-
-        def report(_stored: int) -> None:
-            progress(total - min(total, store.count_without_vectors(scope)), total)
-
-        return trailing.fill(report)
+        return trailing.fill_counted(progress) if trailing is not None else 0
 
     def change_seq(self) -> int:
         """Return the latest note change seq of this scope (another process's writes included)."""

@@ -1,5 +1,6 @@
 """The store under the memory fabric: notes, their indexes and their changes (working blocks and
-lineage: :mod:`.side_rows`; many new notes at once: :mod:`.bulk`).
+lineage: :mod:`.side_rows`; many new notes at once: :mod:`.bulk`; the notes still without vectors:
+:mod:`.backlog`; the embedder's record: :mod:`.embedder_record`).
 
 One :class:`~afi.storage.database.Database`: a SQLite file (WAL, one connection per thread), a
 PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables are
@@ -7,7 +8,7 @@ PostgreSQL database, or ``:memory:`` (one connection behind a lock). The tables 
 engine is :mod:`.sqlite_notes`' or :mod:`.pg_notes`', chosen when it opens.
 ``meta`` records the embedder the vectors came from; a store opened with another is refused, and one
 moved over to another (``afi db reembed``, :mod:`.reembed`) while this process has it open refuses its
-vector writes and searches (:meth:`Store.check_vectors`). Every note insert/update/delete appends to
+vector writes and searches (``Store.check_vectors``). Every note insert/update/delete appends to
 ``note_changes``; its ``seq`` is the store-wide counter written into ``notes.seq``, so another process
 (or another replica) can tell what changed. A write joins the transaction this thread already holds
 (a verb's), so the note, its indexes and the verb's other rows commit together.
@@ -27,7 +28,7 @@ from afi.storage.database import Connection, Database, open_database
 from .backlog import Later, VectorBacklog
 from .bulk import BulkNotes
 from .changes import NoteChanges
-from .choice import short_name
+from .embedder_record import EmbedderRecord
 from .errors import MemoryValidationError
 from .rows import (
     _INDEX_SELECT,
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTE_COLUMNS", "Store", "iso_now", "note_from_row"]
 
-_RECORD = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
-_EMBEDDER = "SELECT key, value FROM meta WHERE key IN ('embedder', 'dims')"
-
 
 def _pg_notes(database: Database) -> PgNotes:
     # imported here: PostgreSQL's vector columns load pgvector and numpy, which a SQLite store opens without
@@ -66,7 +64,7 @@ def _pg_notes(database: Database) -> PgNotes:
     return PgNotes(database)
 
 
-class Store(ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog):
+class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog):
     """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
@@ -145,58 +143,6 @@ class Store(ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog):
         self.engine.release(self.database)
 
     # -- schema ------------------------------------------------------------------------
-
-    def _check_embedder(self, name: str, dims: int) -> None:
-        """Record the embedder in a new store; refuse a store whose vectors came from another one."""
-        with self.read() as conn:
-            rows = dict(conn.execute(_EMBEDDER).fetchall())
-        if not rows:  # a new store: the first opener records it (a write only this once)
-            with self.write() as conn:
-                conn.executemany(_RECORD, [("embedder", name), ("dims", str(dims))])
-                rows = dict(conn.execute(_EMBEDDER).fetchall())
-        if rows.get("embedder") != name or rows.get("dims") != str(dims):
-            raise MemoryValidationError(
-                f"this store's vectors came from embedder {rows.get('embedder')!r} ({rows.get('dims')} dims); it "
-                f"cannot be opened with {name!r} ({dims} dims): name no embedder (no --embedder, no AFI_EMBEDDER) "
-                f"to open it with its own, or move its vectors over with `afi db reembed --embedder "
-                f"{short_name(name)}`"
-            )
-
-    def check_vectors(self, conn: Connection | None = None) -> None:
-        """Refuse to go on when the store's vectors now come from another embedder than the one this
-        store was opened with (``afi db reembed`` moved them over while this process had it open): a
-        search would compare vectors of two models, a write would mix them.
-
-        Raises MemoryValidationError naming both embedders.
-        """
-        if conn is None:
-            with self.read() as conn:
-                rows = dict(conn.execute(_EMBEDDER).fetchall())
-        else:
-            rows = dict(conn.execute(_EMBEDDER).fetchall())
-            if not rows:  # recorded when this store opened, in a transaction that was then rolled back
-                conn.executemany(_RECORD, [("embedder", self.embedder_name), ("dims", str(self.dims))])
-                rows = dict(conn.execute(_EMBEDDER).fetchall())
-        if not rows:  # nothing recorded yet, so nothing moved: the next vector written records it
-            return
-        if rows.get("embedder") != self.embedder_name or rows.get("dims") != str(self.dims):
-            raise MemoryValidationError(
-                f"this store's vectors were moved over to embedder {rows.get('embedder')!r} ({rows.get('dims')} "
-                f"dims) by `afi db reembed` while this process had it open with {self.embedder_name!r} "
-                f"({self.dims} dims): restart it with {rows.get('embedder')!r}"
-            )
-
-    @contextmanager
-    def _vector_write(self, conn: Connection, vector: bool) -> Iterator[None]:
-        """Around a statement that writes a note's vector: check the embedder before it (so a process
-        left on the old one gets the refusal, not the engine's error over a vector of another form or
-        size) and after it (on PostgreSQL a swap holds the notes table until it commits, so a write
-        that waited for it reads the new embedder then, and its transaction rolls back)."""
-        if vector:
-            self.check_vectors(conn)
-        yield
-        if vector:
-            self.check_vectors(conn)
 
     @property
     def migrations(self) -> list[int]:

@@ -136,18 +136,19 @@ class TrailingVectors:
     def fill(self, progress: Progress | None = None, *, only: set[str] | None = None) -> int:
         """Fill every vector the scope still waits for (``only``: of those notes), a batch at a time;
         return how many were stored."""
-        stored, after = 0, 0
-        while True:
-            with self._fill_lock:
-                # another process's notes are read past (its own thread or exit makes them)
-                waiting = self.store.without_vectors(self.scope, limit=self.batch if only is None else 512,
-                                                     after=after)  # fmt: skip
-                if not waiting:
-                    return stored
-                stored += self._embed_and_store([w for w in waiting if only is None or w[2].id in only])
-            after = waiting[-1][0]
-            if progress is not None:
-                progress(stored)
+        return self._pass(only=only, progress=progress)[1]
+
+    def fill_counted(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """:meth:`fill`, with ``progress(done, total)`` counted over the scope's notes waiting when it
+        began (those the thread makes meanwhile included)."""
+        total = self.store.count_without_vectors(self.scope) if progress is not None else 0
+        if progress is None or not total:
+            return self.fill()
+
+        def report(_stored: int) -> None:
+            progress(total - min(total, self.store.count_without_vectors(self.scope)), total)
+
+        return self.fill(report)
 
     def close(self) -> None:
         """Stop the thread and make the vectors this process's writes still wait for."""
@@ -183,23 +184,34 @@ class TrailingVectors:
                 self._retry_s = min(self._retry_s * 2, _RETRY_S[1])
 
     def _fill_until_closed(self) -> None:
-        """Passes over the scope's waiting notes, oldest first, until one finds nothing to do. A note
-        passed over (edited or renamed since it was read) is read again by the next pass."""
+        """Passes over the scope's waiting notes until one finds nothing to do. A note passed over
+        (edited or renamed since it was read) is read again by the next pass; when every note read was
+        passed over, the writes that changed them wake the thread again."""
         while not self._closed:
-            after, stored, read = 0, 0, 0
-            while not self._closed:
+            read, stored = self._pass(background=True)
+            if stored in (0, read):
+                return
+
+    def _pass(self, *, only: set[str] | None = None, progress: Progress | None = None,
+              background: bool = False) -> tuple[int, int]:  # fmt: skip
+        """One pass over the scope's notes waiting, oldest first (``only``: of those notes; another
+        process's are read past); return how many were read and how many stored. ``background``: the
+        thread's, which lets the writes go first and stops when the memory closes."""
+        read = stored = after = 0
+        while not (background and self._closed):
+            if background:
                 self._yield_to_writes()
-                with self._fill_lock:
-                    waiting = self.store.without_vectors(self.scope, limit=self.batch, after=after)
-                    if not waiting:
-                        break
-                    stored += self._embed_and_store(waiting)
-                read += len(waiting)
-                after = waiting[-1][0]
-            if stored == read:  # every note read was filled (or none waited): done
-                return
-            if stored == 0:  # every one passed over: the writes that changed them wake the thread again
-                return
+            with self._fill_lock:
+                waiting = self.store.without_vectors(self.scope, limit=self.batch if only is None else 512,
+                                                     after=after)  # fmt: skip
+                if not waiting:
+                    break
+                chosen = waiting if only is None else [w for w in waiting if w[2].id in only]
+                stored += self._embed_and_store(chosen)
+            read, after = read + len(chosen), waiting[-1][0]
+            if progress is not None:
+                progress(stored)
+        return read, stored
 
     def _yield_to_writes(self) -> None:
         """Wait until this scope's writes pause (``_QUIET_S`` without one), at most ``_YIELD_S``: on a few

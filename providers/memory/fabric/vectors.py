@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .fold_search import reachable_rows
+from .postings import Postings, dots
 from .rows import consent_state, iso_to_epoch, json_list
 from .store import Store
 from .types import NOTE_KINDS, Scope
@@ -35,8 +35,6 @@ _FULL_RELOAD_AT = 5_000
 # a bound computed in float64 from float32 rows may be off by a few ulps; rows this close to the
 # threshold are kept and scored exactly
 _BOUND_SLACK = 1e-4
-# new rows are scored densely until this many, then folded into the postings
-_TAIL_MERGE_AT = 256
 # consolidation reads the vectors exactly up to this many rows in a scope; past it the postings scan
 # (about 10 ms at a million hash-embedded rows, linear) costs more than the word index's answer (~5 ms)
 FOLD_EXACT_ROWS = 250_000
@@ -45,14 +43,7 @@ FOLD_EXACT_ROWS = 250_000
 _ROWID, _ID, _KIND, _VALID_FROM, _VALID_TO, _CONSENT, _SOURCES, _STATUS, _BLOB = range(9)
 
 
-def _dots(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Given a few rows, return their dot products with the query, on this thread: a BLAS matvec
-    may hand small blocks to its thread pool, which costs milliseconds on a busy machine."""
-    out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
-    return out
-
-
-class VectorIndex:
+class VectorIndex(Postings):
     """One scope's note embeddings plus the row metadata recall filters on."""
 
     def __init__(self, store: Store, scope: Scope, dims: int) -> None:
@@ -236,81 +227,6 @@ class VectorIndex:
         out: npt.NDArray[np.bool_] = mask
         return out
 
-    def _postings_stale(self) -> bool:
-        """Rebuild the postings when there are none or too many rows' postings are stale; fold a
-        long tail of new rows into them (cheaper than a rebuild, and it keeps the tail short)."""
-        if self._dense:
-            return False
-        if self._sparse is None or len(self._moved) > max(1024, self.size // 32):
-            return True
-        if self.size - self._built >= _TAIL_MERGE_AT:
-            self._merge_tail()
-        return False
-
-    def _merge_tail(self) -> None:
-        assert self._sparse is not None
-        indptr, rows, vals = self._sparse
-        n = self.size
-        tail_rows, tail_cols = np.nonzero(self.matrix[self._built : n])
-        order = np.argsort(tail_cols, kind="stable")
-        tail_rows, tail_cols = tail_rows[order] + self._built, tail_cols[order]
-        at = indptr[tail_cols + 1]  # each new entry goes at the end of its dimension's run
-        added = np.bincount(tail_cols, minlength=self.dims)
-        self._sparse = (
-            indptr + np.concatenate([[0], np.cumsum(added)]),
-            np.insert(rows, at, tail_rows.astype(np.int32)),
-            np.insert(vals, at, self.matrix[tail_rows, tail_cols]),
-        )
-        self._dirty = set(self._moved)
-        self._built = n
-
-    def _scores(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Cosine of the query to every row. Sparse rows are scored through per-dimension postings,
-        touching only the query's dimensions; rows changed since the postings were built are scored
-        densely on top (the tail of new rows as one contiguous matvec)."""
-        n = self.size
-        if self._postings_stale():
-            self._build_postings()
-        if self._sparse is None:
-            return self.matrix[:n] @ query
-        indptr, rows, vals = self._sparse
-        dims = np.flatnonzero(query)
-        if len(dims) > self.dims // 4:
-            return self.matrix[:n] @ query
-        spans = [(int(indptr[d]), int(indptr[d + 1])) for d in dims]
-        take = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, dtype=np.int64)
-        weights = vals[take] * np.repeat(query[dims], [b - a for a, b in spans])
-        sims = np.bincount(rows[take], weights=weights, minlength=n)[:n].astype(np.float32)
-        self._score_dirty(query, sims)
-        return sims
-
-    def _score_dirty(self, query: npt.NDArray[np.float32], sims: npt.NDArray[np.float32]) -> None:
-        """Overwrite ``sims`` of the rows the postings do not describe with their exact cosine."""
-        n = self.size
-        if self._built < n:
-            sims[self._built : n] = _dots(self.matrix[self._built : n], query)
-        if self._moved:
-            fresh = np.fromiter(self._moved, dtype=np.int64, count=len(self._moved))
-            sims[fresh] = _dots(self.matrix[fresh], query)
-
-    def _build_postings(self) -> None:
-        n = self.size
-        self._dirty.clear()
-        self._moved.clear()
-        self._built = n
-        if n == 0:
-            self._sparse = None
-            return
-        rows, cols = np.nonzero(self.matrix[:n])
-        if len(rows) > n * self.dims // 8:  # dense embedder: one matvec beats postings
-            self._sparse = None
-            self._dense = True
-            return
-        order = np.argsort(cols, kind="stable")
-        indptr = np.zeros(self.dims + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum(np.bincount(cols, minlength=self.dims))
-        self._sparse = (indptr, rows[order].astype(np.int32), self.matrix[rows[order], cols[order]])
-
     def top(self, query: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
         """Return up to ``limit`` ``(rowid, cosine)`` of the masked rows, most similar first."""
         n = self.size
@@ -350,16 +266,16 @@ class VectorIndex:
         else:
             parts = [pruned]
             if self._built < n:
-                tail = _dots(self.matrix[self._built : n], query)
+                tail = dots(self.matrix[self._built : n], query)
                 parts.append(self._built + np.flatnonzero(tail >= floor))
             if self._moved:
                 moved = np.fromiter(self._moved, dtype=np.int64, count=len(self._moved))
-                parts.append(moved[_dots(self.matrix[moved], query) >= floor])
+                parts.append(moved[dots(self.matrix[moved], query) >= floor])
             picked = np.unique(np.concatenate(parts))
             picked = picked[self._allowed(picked, kinds, as_of, require_consent)]
-            picked = picked[_dots(self.matrix[picked], query) >= floor]
+            picked = picked[dots(self.matrix[picked], query) >= floor]
         if len(picked) > limit:
-            picked = picked[np.argsort(-_dots(self.matrix[picked], query), kind="stable")[:limit]]
+            picked = picked[np.argsort(-dots(self.matrix[picked], query), kind="stable")[:limit]]
         # the reported cosine is a 1-D dot, exactly as a row's stored embedding scores on its own
         found = [(int(self.rowids[slot]), float(self.matrix[slot] @ query)) for slot in picked]
         found = [(rowid, cosine) for rowid, cosine in found if cosine >= threshold]
@@ -372,7 +288,7 @@ class VectorIndex:
         """:meth:`above` over those rowids only (rows of other scopes or unknown are left out)."""
         slots = self._slots(rowids)
         slots = slots[self._allowed(slots, kinds, as_of, require_consent)]
-        slots = slots[_dots(self.matrix[slots], query) >= threshold - _BOUND_SLACK]
+        slots = slots[dots(self.matrix[slots], query) >= threshold - _BOUND_SLACK]
         # the reported cosine is a 1-D dot, exactly as :meth:`above` reports it
         found = [(int(self.rowids[slot]), float(self.matrix[slot] @ query)) for slot in slots]
         return sorted(((r, c) for r, c in found if c >= threshold), key=lambda item: -item[1])[:limit]
@@ -387,14 +303,6 @@ class VectorIndex:
         at = np.minimum(np.searchsorted(held, wanted), self.size - 1)
         found: npt.NDArray[np.int64] = at[held[at] == wanted].astype(np.int64)
         return found
-
-    def _pruned(self, query: npt.NDArray[np.float32], floor: float) -> npt.NDArray[np.int64] | None:
-        """Return the built slots that may reach ``floor`` (see :func:`reachable_rows`), or None for a
-        query too dense for postings or a floor too low to prune (every row is then scored)."""
-        assert self._sparse is not None
-        if floor <= 0 or np.count_nonzero(query) > self.dims // 4:
-            return None
-        return reachable_rows(self._sparse, self._built, query, floor, self._max_norm2)
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """Return the cosine of the query to each known rowid."""
