@@ -1,22 +1,28 @@
-"""Consolidation's ways to find a near-duplicate, side by side: SQLite's two and PostgreSQL's.
+"""Consolidation's ways to find a near-duplicate, side by side: the SimHash bands beside the searches before them.
 
 ``python -m bench.fold [--quick] [--notes N] [--store PATH] [--results-dir DIR]``. N notes of about 200
-characters (``bench.engines``' corpus) are remembered into a SQLite store (kept at ``--store`` for the
-next run, else a temporary one), then copied into PostgreSQL (``afi db copy``). Measured, on SQLite with
-the fold reading the **vectors** exactly (what a scope of up to ``FOLD_EXACT_ROWS`` notes does) and with
-the **word index** naming the candidates (past it), and on PostgreSQL, where the **HNSW** graph answers
-at every size:
+characters (``bench.engines``' corpus) are remembered into a SQLite store (with ``--store``, built there
+once and measured in a copy: a store written by code before the bands is banded by the run, timed),
+then copied into PostgreSQL (``afi db copy``). Measured, on SQLite, with the fold reading the
+**vectors** exactly (what a scope of up to ``FOLD_EXACT_ROWS`` notes did), with the **word index**
+naming the candidates (past it), and with the **bands** (a scope of 2,000 notes or more, its rows all
+banded); the search a store of a sentence embedder makes (the **words**, scored by their bags) without
+and with the bands; on PostgreSQL, the **HNSW** graph and the bands:
 
 - 400 edited copies of stored notes (a word dropped, replaced, added or two swapped) and 400 new notes
   go through the fold search: how many copies find their original, how many new notes find anything,
   and the search's p50;
-- 300 new notes are remembered with consolidation (each its own transaction): notes a second.
+- 300 new notes are remembered with consolidation, each its own transaction (p50 and notes a second),
+  then 2,000 more by ``remember_many``, 500 a batch (notes a second).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
+import shutil
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -45,8 +51,11 @@ def _edited(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: list[str]) -> dict[str, Any]:
-    from afi.providers.memory.fabric.consolidate import fold_candidates
+def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: list[str], *,
+          words: bool = False, singles: int = 0) -> dict[str, Any]:  # fmt: skip
+    """The fold's measures in the fabric's present mode (``words``: the search a store of a sentence
+    embedder makes, by the bags of words, on this store)."""
+    from afi.providers.memory.fabric.consolidate import _by_words, fold_candidates
     from afi.providers.memory.fabric.store import iso_now
 
     memory = fabric.memory
@@ -57,7 +66,11 @@ def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: lis
         embedding = memory.embedder.embed([text])[0]
         started = time.perf_counter()
         with memory.store.read():
-            found = fold_candidates(memory, "fact", text, embedding, now, 8, threshold=threshold, neighbours=False)
+            if words:
+                found = _by_words(memory, "fact", text, now, 8, threshold, neighbours=False)
+            else:
+                found = fold_candidates(memory, "fact", text, embedding, now, 8, threshold=threshold,
+                                        neighbours=False)  # fmt: skip
         samples.append((time.perf_counter() - started) * 1000)
         return found[0].note.id if found and found[0].cosine >= threshold else None
 
@@ -66,79 +79,149 @@ def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: lis
     samples.clear()
     found_original = sum(nearest(text) == original for text, original in copies)
     new_folded = sum(nearest(text) is not None for text in new)
-    started = time.perf_counter()
-    for text in fresh:
-        fabric.remember(kind="fact", content=text)
-    return {
+    out: dict[str, Any] = {
         "edited_copies_found": found_original,
         "new_notes_folded": new_folded,
         "fold_search_p50_ms": round(percentile(samples, 50), 3),
-        "remember_per_s": round(len(fresh) / (time.perf_counter() - started), 1),
     }
+    if words:  # the writes are those of a store of the hash embedder: measured in its own rows
+        return out
+    times: list[float] = []
+    for text in fresh[:singles]:
+        started = time.perf_counter()
+        fabric.remember(kind="fact", content=text)
+        times.append((time.perf_counter() - started) * 1000)
+    started = time.perf_counter()
+    for at in range(singles, len(fresh), BATCH):
+        fabric.remember_many([{"kind": "fact", "content": text} for text in fresh[at : at + BATCH]])
+    batched = len(fresh) - singles
+    return {
+        **out,
+        "remember_p50_ms": round(percentile(times, 50), 2),
+        "remember_per_s": round(len(times) / (sum(times) / 1000), 1),
+        "remember_many_per_s": round(batched / (time.perf_counter() - started), 1),
+    }
+
+
+def _set_mode(fabric: Any, *, bands: bool, exact_rows: int | None = None) -> None:
+    fabric.memory.store.fold_bands = bands
+    if exact_rows is not None:
+        fabric.memory.index.fold_exact_rows = exact_rows
+
+
+def _catch_up(fabric: Any) -> dict[str, Any]:
+    """Band every row still to band (a store made before the bands); return how many and the seconds."""
+    started = time.perf_counter()
+    rows = fabric.memory.store.catch_up_bands(fabric.memory.scope)
+    return {"rows": rows, "s": round(time.perf_counter() - started, 3)}
 
 
 def run(*, quick: bool = False, notes: int | None = None, store: Path | None = None,
         results_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
-    """Build (or reuse) the store, measure both ways; print the table, write the JSON, return it."""
+    """Build (or copy the kept) store, measure every way; print the table, write the JSON, return it."""
     from afi.providers.memory import create_memory_fabric
     from afi.providers.memory.fabric.memory import space_memory
 
     n = notes or (3_000 if quick else DEFAULT_NOTES)
     probes = 60 if quick else PROBES
     with tempfile.TemporaryDirectory() as tmp:
-        db = store or Path(tmp) / "afi.db"
-        reuse = db.exists()
+        db = Path(tmp) / "afi.db"
+        if store is not None and not store.exists():
+            _build(store, n)
+        if store is not None:
+            shutil.copyfile(store, db)  # measured on a copy: the kept store stays as built
         fabric = create_memory_fabric(space_memory(str(db), "default"))
         corpus = texts(n)
-        if not reuse:
-            with fabric.memory.store.write():
-                for text in corpus:
-                    fabric.remember(kind="fact", content=text, consolidate=False)
+        if store is None:
+            _remember_all(fabric, corpus)
         fabric.recall("warm up", top_k=1)
         ids = {row[1]: row[0] for row in _contents(fabric)}
         rng = random.Random(11)
         originals = [text for text in rng.sample(corpus, probes) if text in ids]
         copies = [(_edited(text, rng), ids[text]) for text in originals]
         new = texts(probes, seed=123 + n)
-        fresh = [texts(probes // 2 + 100, seed=seed + n) for seed in (5, 6, 7)]
+        singles, batches = (60, 1) if quick else (300, 4)
+        fresh = [texts(singles + BATCH * batches, seed=seed + n) for seed in (5, 6, 7, 8, 9)]
+        catch_up = {"sqlite": _catch_up(fabric)}
         rows = []
-        for name, exact_rows, notes_written in (("sqlite: vectors (exact)", 1 << 62, fresh[0]),
-                                                ("sqlite: word index", -1, fresh[1])):  # fmt: skip
-            fabric.memory.index.fold_exact_rows = exact_rows
-            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written)})
+        for name, mode, notes_written in (
+            ("sqlite: vectors (exact)", {"bands": False, "exact_rows": 1 << 62}, fresh[0]),
+            ("sqlite: word index", {"bands": False, "exact_rows": -1}, fresh[1]),
+            ("sqlite: bands", {"bands": True}, fresh[2]),
+        ):
+            _set_mode(fabric, **mode)  # type: ignore[arg-type]
+            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, singles=singles)})
+        for name, bands in (("sqlite: words, as a sentence embedder's store", False),
+                            ("sqlite: bands of words, as a sentence embedder's store", True)):  # fmt: skip
+            _set_mode(fabric, bands=bands)
+            rows.append({"fold": name, **_mode(fabric, copies, new, [], words=True)})
         fabric.memory.store.close()
-        rows.append({"fold": "postgresql: HNSW", **_postgres(db, copies, new, fresh[2])})
-    columns = list(rows[0])
+        pg_rows, catch_up["postgresql"] = _postgres(db, copies, new, fresh[3:], singles)
+        rows += pg_rows
+    columns = sorted({column for row in rows for column in row}, key=lambda c: (c != "fold", list(COLUMNS).index(c)))
     print_table(f"fold search at {n:,} notes ({len(copies)} edited copies, {len(new)} new notes)", columns,
-                [[row[c] for c in columns] for row in rows])  # fmt: skip
-    vectors, words, hnsw = rows
-    payload: dict[str, Any] = {"notes": n, "edited_copies": len(copies), "new_notes": len(new), "modes": rows}
-    exact, by_words = "SQLite: vectors, exact", "SQLite: word index"
-    graph = "PostgreSQL: HNSW"
-    payload["comparisons"] = comparisons(
-        comparison(
-            f"fold search p50, {n:,} notes", "ms", "lower",
-            ours=(by_words, words["fold_search_p50_ms"]), baseline=(exact, vectors["fold_search_p50_ms"]),
-        ),
-        comparison(
-            f"remember with consolidation, {n:,} notes", "notes/s", "higher",
-            ours=(by_words, words["remember_per_s"]), baseline=(exact, vectors["remember_per_s"]),
-        ),
-        comparison(
-            f"edited copies that find their original (of {len(copies)})", "notes", "higher",
-            ours=(by_words, words["edited_copies_found"]), baseline=(exact, vectors["edited_copies_found"]),
-        ),
-        comparison(
-            f"edited copies that find their original, PostgreSQL beside SQLite (of {len(copies)})", "notes",
-            "higher", ours=(graph, hnsw["edited_copies_found"]), baseline=(by_words, words["edited_copies_found"]),
-        ),
-    )  # fmt: skip
+                [[row.get(c, "") for c in columns] for row in rows])  # fmt: skip
+    for engine, done in catch_up.items():
+        print(f"{engine}: {done['rows']:,} rows of the base banded in {done['s']} s")
+    by = {row["fold"]: row for row in rows}
+    payload: dict[str, Any] = {"notes": n, "edited_copies": len(copies), "new_notes": len(new), "modes": rows,
+                               "catch_up": catch_up}  # fmt: skip
+    payload["comparisons"] = comparisons(*_comparisons(by, n, len(copies)))
     write_result("fold", payload, results_dir)
     return payload
 
 
-def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: list[str]) -> dict[str, Any]:
-    """The same measures over the store copied into PostgreSQL (set as ``bench.engines`` sets it)."""
+COLUMNS = ("fold", "edited_copies_found", "new_notes_folded", "fold_search_p50_ms", "remember_p50_ms",
+           "remember_per_s", "remember_many_per_s")  # fmt: skip
+BATCH = 500
+
+
+def _comparisons(by: dict[str, dict[str, Any]], n: int, copies: int) -> list[dict[str, Any]]:
+    out = []
+    for engine, bands, before in (
+        ("SQLite, bands beside the word index", "sqlite: bands", "sqlite: word index"),
+        ("SQLite, bands beside the exact search", "sqlite: bands", "sqlite: vectors (exact)"),
+        ("PostgreSQL, bands beside the HNSW graph", "postgresql: bands", "postgresql: HNSW"),
+        ("a sentence embedder's SQLite store, bands beside the words",
+         "sqlite: bands of words, as a sentence embedder's store", "sqlite: words, as a sentence embedder's store"),
+    ):  # fmt: skip
+        ours, base = by[bands], by[before]
+        for metric, unit, better in (("fold_search_p50_ms", "ms", "lower"), ("remember_p50_ms", "ms", "lower"),
+                                     ("remember_many_per_s", "notes/s", "higher"),
+                                     ("edited_copies_found", "notes", "higher")):  # fmt: skip
+            if metric in ours and metric in base:
+                label = f"{metric.replace('_', ' ')}, {engine}, {n:,} notes" + (
+                    f" (of {copies})" if "copies" in metric else ""
+                )
+                out.append(comparison(label, unit, better, ours=(bands, ours[metric]), baseline=(before, base[metric])))
+    return out
+
+
+def _remember_all(fabric: Any, corpus: list[str]) -> None:
+    with fabric.memory.store.write():
+        for text in corpus:
+            fabric.remember(kind="fact", content=text, consolidate=False)
+
+
+def _build(store: Path, n: int) -> None:
+    """Build the kept store (``bench.engines``' notes) once."""
+    from afi.providers.memory import create_memory_fabric
+    from afi.providers.memory.fabric.memory import space_memory
+
+    partial = store.with_name(store.name + ".building")
+    partial.unlink(missing_ok=True)
+    fabric = create_memory_fabric(space_memory(str(partial), "default"))
+    _remember_all(fabric, texts(n))
+    fabric.memory.store.close()
+    with contextlib.closing(sqlite3.connect(partial)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    partial.replace(store)
+
+
+def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: list[list[str]],
+              singles: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """The same measures over the store copied into PostgreSQL (set as ``bench.engines`` sets it), by its
+    HNSW graph and by the bands; and the seconds its bands took to catch up."""
     from afi.app.dbcopy import CopyPlan, copy_store
     from afi.providers.memory import create_memory_fabric
     from afi.providers.memory.fabric.memory import space_memory
@@ -152,7 +235,13 @@ def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: li
         fabric = create_memory_fabric(space_memory(url, "default"))
         fabric.recall("warm up", top_k=1)
         try:
-            return _mode(fabric, copies, new, fresh)
+            catch_up = _catch_up(fabric)
+            rows = []
+            for name, bands, notes_written in (("postgresql: HNSW", False, fresh[0]),
+                                               ("postgresql: bands", True, fresh[1])):  # fmt: skip
+                _set_mode(fabric, bands=bands)
+                rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, singles=singles)})
+            return rows, catch_up
         finally:
             fabric.memory.store.close()
 
@@ -167,7 +256,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--notes", type=int)
-    parser.add_argument("--store", type=Path, help="a SQLite store to build once and reuse")
+    parser.add_argument("--store", type=Path, help="a SQLite store to build once and measure copies of")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args()
     run(quick=args.quick, notes=args.notes, store=args.store, results_dir=args.results_dir)

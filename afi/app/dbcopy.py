@@ -50,6 +50,8 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("source_lineage", ("tenant_id", "resource_id", "thread_id", "entry_id")),
     TableCopy("working", ("tenant_id", "resource_id", "thread_id")),
     TableCopy("note_changes", ("seq",)),
+    TableCopy("note_band_centres", ("scope",)),
+    TableCopy("note_bands", ("scope", "code", "note_rowid")),
     TableCopy("workspace_files", ("rowid",)),
     TableCopy("workspace_seq", ("space",), replace=True),
     TableCopy("ledger_sessions", ("key",)),

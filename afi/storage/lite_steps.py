@@ -19,6 +19,7 @@ __all__ = [
     "audit_by_space",
     "change_stamps",
     "file_history",
+    "fold_bands",
     "notes_by_file_name",
     "oauth",
     "snapshots",
@@ -200,3 +201,21 @@ def vectors_after_writes(db: sqlite_utils.Database) -> None:
         "WHERE embedding IS NULL"
     )
     db.execute(VECTOR_FILLS)
+
+
+def fold_bands(db: sqlite_utils.Database) -> None:
+    """Consolidation's near-duplicate candidates: each note's SimHash bands, keyed by (scope, band and
+    key in one code), and each scope's centre the signs are taken around with the highest rowid still
+    to band. The fabric writes them with the notes and bands a store's older rows a chunk a write
+    (``providers/memory/fabric/band_rows.py``)."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS note_bands (
+            scope INTEGER NOT NULL, code INTEGER NOT NULL, note_rowid INTEGER NOT NULL,
+            PRIMARY KEY (scope, code, note_rowid)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS note_band_centres (
+            scope INTEGER PRIMARY KEY, centre BLOB NOT NULL, unbanded_upto INTEGER NOT NULL
+        );
+        """
+    )

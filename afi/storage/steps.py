@@ -50,6 +50,7 @@ STEPS: tuple[Step, ...] = (
     Step(15, "sync ledger and snapshots", lite.sync_ledger, pg.sync_ledger),
     Step(16, "workspace folders", lite.workspace_folders, pg.workspace_folders),
     Step(17, "vectors after writes", lite.vectors_after_writes, pg.vectors_after_writes),
+    Step(18, "fold bands", lite.fold_bands, pg.fold_bands),
 )
 LATEST = len(STEPS)
 WORKSPACE_STEP = 12  # from this step on, a SQLite store records the per-user workspace it used before

@@ -61,6 +61,8 @@ class BulkNotes:
 
         def _vector_write(self, conn: Connection, vector: bool) -> AbstractContextManager[None]: ...
 
+        def _band_rows(self, conn: Connection, scope: Scope, rows: Sequence[tuple[int, str]]) -> None: ...
+
     def insert_notes(self, scope: Scope, notes: Sequence[MemoryNote],
                      embeddings: Sequence[npt.NDArray[np.float32] | bytes | Later | None], *,
                      origin: str | None = None) -> list[int]:  # fmt: skip
@@ -81,6 +83,7 @@ class BulkNotes:
             wall = iso_now()
             stamp = str(last[0]) if last is not None and last[0] is not None and str(last[0]) > wall else wall
             seq_of: dict[str, int] = {}
+            rowid_of: dict[str, int] = {}
             for chunk in _chunks([(*key, note.id, "upsert", origin, stamp) for note in notes]):
                 values, params = _values(chunk)
                 seq_of.update((str(note_id), int(seq)) for seq, note_id in
@@ -92,5 +95,7 @@ class BulkNotes:
             with self._vector_write(conn, any(blob is not None for blob in blobs)):
                 for chunk in _chunks(rows):
                     values, params = _values(chunk)
-                    conn.execute(f"INSERT INTO notes ({cols}) VALUES {values}", params)
+                    inserted = conn.execute(f"INSERT INTO notes ({cols}) VALUES {values} RETURNING rowid, id", params)
+                    rowid_of.update((str(note_id), int(rowid)) for rowid, note_id in inserted.fetchall())
+            self._band_rows(conn, scope, [(rowid_of[note.id], note.content) for note in notes])
         return seqs

@@ -1,13 +1,14 @@
 """Consolidation: which existing note a write folds into, and how the two merge.
 
-The note to fold into is the nearest same-kind note by cosine. On SQLite, up to ``FOLD_EXACT_ROWS``
-notes in a scope, it is found exactly by the vector index (``VectorIndex.above``: only rows that can
-reach the threshold are scored). Past that the scan of the postings grows with the notes (10 ms at a
-million), so the word index names the candidates instead: every note holding one of the new note's
-rarest words, scored by exact cosine; the vectors decide when more than 24,576 notes hold them. Two
-bags of words at cosine t share t² of the new note's words, so any 1 − t² of them, plus one, reach
-every such note. PostgreSQL asks its HNSW graph at every size. The linker and
-evolution workers read a BM25 batch of neighbours.
+The note to fold into is the nearest same-kind note by cosine. A scope of ``CENTRE_ROWS`` notes or more
+(2,000) whose rows are all banded asks its SimHash bands (:mod:`.fold_bands`): the notes sharing a
+probed band with the new note's bag of words, each scored exactly; flat in the store's size. Before
+that, on SQLite, up to ``FOLD_EXACT_ROWS`` notes in a scope, the nearest is found exactly by the vector
+index (``VectorIndex.above``: only rows that can reach the threshold are scored); past it the word
+index names the candidates: every note holding one of the new note's rarest words, scored by exact
+cosine; the vectors decide when more than 24,576 notes hold them. Two bags of words at cosine t share
+t² of the new note's words, so any 1 − t² of them, plus one, reach every such note. PostgreSQL asks
+its HNSW graph. The linker and evolution workers read a BM25 batch of neighbours.
 
 A sentence embedder's cosine says two notes speak of the same thing, not that one restates the other,
 so in a store of one the fold and the links read the words on both engines: the notes holding the new
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .embedders import HashEmbedder, bags_of_words
+from .fold_bands import MIN_THRESHOLD as BANDS_MIN_THRESHOLD
 from .lexical import has_words, normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .rows import iso_to_epoch
@@ -54,6 +56,8 @@ _WORD_CANDIDATES = 24_576
 WORD_FOLD_MIN = 0.5
 # the fold's measure in a store of a sentence embedder: the hash embedder's bags of words
 _BAGS = HashEmbedder()
+# what the fold reads of a candidate before it is scored
+_FOLD_COLUMNS = ("content", "kind", "status", "valid_from", "valid_to")
 
 
 @dataclass
@@ -95,13 +99,17 @@ def fold_candidates(
         return _by_words(memory, kind, content, now, limit, threshold, neighbours=neighbours)
     index = memory.index
     as_of = iso_to_epoch(now, 0.0)
-    # SQLite past fold_exact_rows; PostgreSQL asks its HNSW graph at every size
-    by_words = index if isinstance(index, VectorIndex) and not index.folds_by_vectors() else None
+    # a scope of CENTRE_ROWS notes or more: the SimHash bands name the candidates (fold_bands)
+    banded = memory.store.band_candidates(memory.scope, content) if threshold >= BANDS_MIN_THRESHOLD else None
+    # else SQLite past fold_exact_rows; PostgreSQL asks its HNSW graph at every size
+    by_words = index if banded is None and isinstance(index, VectorIndex) and not index.folds_by_vectors() else None
     # the word index is read before the lock, so recalls in this process do not wait on it
     rowids = _word_candidates(memory, content, threshold) if by_words and threshold >= WORD_FOLD_MIN else None
     with index.lock:
         index.refresh()
-        if by_words is not None and rowids is not None:
+        if banded is not None:
+            near = index.above_among(embedding, banded, threshold, [kind], as_of, memory.require_consent, limit=limit)
+        elif by_words is not None and rowids is not None:
             near = by_words.above_among(embedding, rowids, threshold, [kind], as_of, memory.require_consent,
                                         limit=limit)  # fmt: skip
         else:  # the vectors decide: a small scope, a dense embedder, or no bounded set of words
@@ -127,23 +135,38 @@ def _by_words(memory: Memory, kind: str, content: str, now: str, limit: int, thr
     and the links read the words. Every note holding one of the content's rarest words (enough of them
     that any note at ``threshold`` holds one), scored by the cosine of the two bags of words, as a store
     of the hash embedder scores them; with ``neighbours``, the BM25 batch too."""
-    chosen = _rarest_words(memory, content, threshold)
-    if not chosen:
-        return []
-    rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=_WORD_CANDIDATES)
+    banded = memory.store.band_candidates(memory.scope, content) if threshold >= BANDS_MIN_THRESHOLD else None
+    chosen = _rarest_words(memory, content, threshold) if banded is None or neighbours else []
+    if banded is None:
+        if not chosen:
+            return []
+        rowids = memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=_WORD_CANDIDATES)
+        batch = set(rowids[:limit]) if neighbours else set()  # the BM25 batch the workers read
+    else:  # the scope's bands name the candidates; the BM25 batch is asked for on its own
+        batch = (
+            set(memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=limit)) if chosen else set()
+        )
+        rowids = [*dict.fromkeys([*banded, *batch])]
     # scored from their text alone; only those kept are read whole (and checked for consent and lineage)
-    texts = memory.store.columns_by_rowid(memory.scope, rowids, ("content",))
-    scored = [rowid for rowid in rowids if rowid in texts]
+    texts = memory.store.columns_by_rowid(memory.scope, rowids, _FOLD_COLUMNS)
+    scored = [rowid for rowid in rowids if rowid in texts and (rowid in batch or _current(texts[rowid], kind, now))]
     if not scored:
         return []
     bags = _BAGS.embed([content, *(texts[rowid][0] for rowid in scored)])
     cosine_of = dict(zip(scored, (float(c) for c in bags[1:] @ bags[0]), strict=True))
-    batch = set(rowids[:limit]) if neighbours else set()  # the BM25 batch the workers read
     kept = [rowid for rowid in scored if cosine_of[rowid] >= threshold or rowid in batch]
     notes = _visible_notes(memory, memory.store.rows_by_rowid(memory.scope, kept))
     out = [FoldCandidate(note, cosine_of[rowid]) for rowid, note in notes]
     out.sort(key=lambda c: (-c.cosine, c.note.id))
     return out[:limit]
+
+
+def _current(columns: tuple[Any, ...], kind: str, now: str) -> bool:
+    """Whether a row's ``_FOLD_COLUMNS`` are those of an active note of that kind valid at ``now`` (what
+    :meth:`~.store.Store.lexical` keeps)."""
+    _, row_kind, status, valid_from, valid_to = columns
+    return bool(row_kind == kind and status == "active" and (valid_from is None or valid_from <= now)
+                and (valid_to is None or valid_to > now))  # fmt: skip
 
 
 def _visible_notes(memory: Memory, rows: list[tuple[Any, ...]]) -> list[tuple[int, MemoryNote]]:

@@ -142,6 +142,20 @@ class PgVectorIndex:
         nearest = self.top(query, self.mask(kinds, as_of, require_consent), limit, effort=FOLD_EFFORT)
         return [(rowid, dot) for rowid, dot in nearest if dot >= threshold]
 
+    def above_among(self, query: npt.NDArray[np.float32], rowids: Sequence[int], threshold: float,
+                    kinds: Sequence[str], as_of: float, require_consent: bool, *, limit: int = 32
+                    ) -> list[tuple[int, float]]:  # fmt: skip
+        """:meth:`above` over those rowids only, exactly (rows of other scopes, or not recallable, are left out)."""
+        if not rowids:
+            return []
+        where, params = self.mask(kinds, as_of, require_consent).where(self.scope)
+        cast, vector = self._query(query)
+        sql = f"SELECT n.rowid, -({self._vector()} <#> ?::{cast}) FROM notes n WHERE n.rowid = ANY(?) AND {where}"
+        with self.store.read() as conn:
+            rows = conn.execute(sql, [vector, list(rowids), *params]).fetchall()
+        found = [(int(rowid), float(dot)) for rowid, dot in rows if float(dot) >= threshold]
+        return sorted(found, key=lambda item: -item[1])[:limit]
+
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """The dot product of the query with each of those rows that has an embedding."""
         if not rowids:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from afi.storage.database import Connection, Database, open_database
 
 from .backlog import Later, VectorBacklog
+from .band_rows import BandRows
 from .bulk import BulkNotes
 from .changes import NoteChanges
 from .embedder_record import EmbedderRecord
@@ -64,7 +65,7 @@ def _pg_notes(database: Database) -> PgNotes:
     return PgNotes(database)
 
 
-class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog):
+class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog, BandRows):
     """One database holding every scope's notes; thread-safe (a connection per thread, or a pool)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, embedder_name: str, dims: int) -> None:
@@ -84,6 +85,7 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
         # what a row keeps of the note's Markdown: all of it in SQLite, the front matter in PostgreSQL,
         # where SQL adds the content back (afi.storage.pg_derived_notes)
         self._rendering: tuple[str, Callable[[MemoryNote], str]] = self.notes.rendering
+        self._init_bands()
 
     # -- connections and transactions ------------------------------------------------------
 
@@ -192,8 +194,13 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
             cols = ("tenant_id", "resource_id", "thread_id", *NOTE_COLUMNS, "seq", column, "embedding")
             blob = None if embedding is None or isinstance(embedding, Later) else self._vector(embedding)
             values = [*_scope_key(scope), *_note_values(note), seq, render(note), blob]
+            marks = ", ".join("?" * len(cols))
             with self._vector_write(conn, blob is not None):
-                conn.execute(f"INSERT INTO notes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values)
+                inserted = conn.execute(
+                    f"INSERT INTO notes ({', '.join(cols)}) VALUES ({marks}) RETURNING rowid", values
+                )
+                rowid = int(inserted.fetchone()[0])
+            self._band_rows(conn, scope, [(rowid, note.content)])
             return seq
 
     def update_note(
@@ -212,6 +219,7 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
             column, render = self._rendering
             sets = [f"{col} = ?" for col in NOTE_COLUMNS] + ["seq = ?", f"{column} = ?"]
             values = [*_note_values(note), seq, render(note)]
+            old = self._old_content(conn, scope, note.id)
             if isinstance(embedding, Later):
                 sets.append("embedding = NULL")
             elif embedding is not None:
@@ -223,8 +231,11 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
                     "WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
                     [*values, *_scope_key(scope), note.id],
                 )
-            if cur.rowcount != 1:
+            if cur.rowcount != 1 or old is None:
                 raise MemoryValidationError(f"note {note.id} is not in this scope")
+            if old[1] != note.content:
+                self._unband_row(conn, scope, *old)
+                self._band_rows(conn, scope, [(old[0], note.content)])
             return seq
 
     def restate_note(self, scope: Scope, note_id: str) -> int:
@@ -242,6 +253,9 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
         """Delete the row with that id from the scope (a forget: the change log keeps a ``delete``);
         return how many rows went (0 or 1)."""
         with self.write() as conn:
+            old = self._old_content(conn, scope, note_id)
+            if old is not None:
+                self._unband_row(conn, scope, *old)
             cur = conn.execute(
                 "DELETE FROM notes WHERE tenant_id = ? AND resource_id = ? AND thread_id = ? AND id = ?",
                 (*_scope_key(scope), note_id),

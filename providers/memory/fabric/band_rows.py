@@ -1,0 +1,196 @@
+"""The store's side of consolidation's SimHash bands (:mod:`.fold_bands`): the rows kept, and the lookup.
+
+A scope has no bands until it holds ``CENTRE_ROWS`` notes: the write that brings it there gives it its
+centre (the mean of its first notes' bags of words) and marks every row it then holds as still to band
+(``unbanded_upto``, the highest such rowid). From then on each new row is banded in its own write, and
+each write transaction of the scope also bands up to ``BACKFILL_ROWS`` of the older rows, newest first,
+lowering the mark; a store made before the bands catches up this way, a few milliseconds a write, and
+never at open. Until the mark reaches 0 the fold searches as it did without bands.
+
+A row rewritten with another content has its old bands deleted and its new ones written; a row
+deleted has its bands deleted. Rows deleted otherwise (``afi gc``) may leave bands naming a rowid that
+is gone or reused: harmless, since every candidate is scored exactly against the row as it is.
+
+Mixed into :class:`~.store.Store`, whose connections and transaction hooks it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from afi.storage.database import Connection
+
+from . import fold_bands
+from .rows import _scope_key
+from .types import Scope
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["BACKFILL_ROWS", "BandRows"]
+
+# older rows banded a write transaction while a scope catches up (about 10 ms of a write on SQLite)
+BACKFILL_ROWS = 500
+_SCOPE = "tenant_id = ? AND resource_id = ? AND thread_id = ?"
+_STATE = "SELECT unbanded_upto FROM note_band_centres WHERE scope = ?"
+
+
+class BandRows:
+    """Each note's SimHash bands, written and deleted with it, and the fold's lookup of them."""
+
+    if TYPE_CHECKING:
+
+        def read(self) -> AbstractContextManager[Connection]: ...
+        def on_transaction_end(self, hook: Callable[[int, bool], None]) -> None: ...
+        def uncommitted_tx(self) -> int | None: ...
+        def write(self, scope: Scope | None = None) -> AbstractContextManager[Connection]: ...
+
+    def _init_bands(self) -> None:
+        # False: the fold searches as it did before the bands (bench.fold's baseline); rows are banded still
+        self.fold_bands = True
+        self._centres: dict[int, npt.NDArray[np.float64]] = {}
+        self._whole: set[int] = set()  # the scopes whose rows are all banded
+        self._backfilled_tx: int | None = None
+        self.on_transaction_end(self._bands_after)
+
+    def _bands_after(self, tx: int, committed: bool) -> None:
+        """A centre or a mark read in a transaction that rolled back may never have been: read them again."""
+        if not committed:
+            self._centres.clear()
+            self._whole.clear()
+
+    def _band_state(self, conn: Connection, key: int) -> tuple[npt.NDArray[np.float64], int] | None:
+        """The scope's centre and its mark (the highest rowid still to band; 0: none), or None before it has one."""
+        import numpy as np
+
+        centre = self._centres.get(key)
+        if centre is not None and key in self._whole:  # a scope's mark never rises again once at 0
+            return centre, 0
+        row = conn.execute(_STATE, (key,)).fetchone()
+        if row is None:
+            return None
+        if int(row[0]) == 0:
+            self._whole.add(key)
+        if centre is None:
+            blob = conn.execute("SELECT centre FROM note_band_centres WHERE scope = ?", (key,)).fetchone()[0]
+            centre = self._centres[key] = np.frombuffer(bytes(blob), dtype=np.float64).copy()
+        return centre, int(row[0])
+
+    def band_candidates(self, scope: Scope, content: str) -> list[int] | None:
+        """Given a new note's content, return the rowids sharing a probed band with it (any kind or status:
+        the exact check decides), or None while the scope has no bands for all its rows (the fold then
+        searches without them)."""
+        if not self.fold_bands:
+            return None
+        key = fold_bands.scope_code(scope)
+        with self.read() as conn:
+            state = self._band_state(conn, key)
+            if state is None or state[1] > 0:
+                return None
+            wanted = fold_bands.probes(fold_bands.bags([content])[0], state[0])
+            marks = ", ".join("?" * len(wanted))
+            sql = f"SELECT DISTINCT note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks})"
+            return [int(row[0]) for row in conn.execute(sql, (key, *wanted)).fetchall()]
+
+    def _band_rows(self, conn: Connection, scope: Scope, rows: Sequence[tuple[int, str]]) -> None:
+        """Band new rows ``(rowid, content)`` of the scope, in the write's transaction (see the module)."""
+        key = fold_bands.scope_code(scope)
+        state = self._band_state(conn, key)
+        if state is None:
+            state = self._settle_centre(conn, scope, key)
+            if state is None:
+                return
+        centre, upto = state
+        self._add_bands(conn, key, [(rowid, text) for rowid, text in rows if rowid > upto], centre)
+        if upto > 0:
+            self._backfill(conn, scope, key, centre, upto)
+
+    def _unband_row(self, conn: Connection, scope: Scope, rowid: int, content: str) -> None:
+        """Delete the bands of a row about to be rewritten or deleted (``content``: as it was banded)."""
+        key = fold_bands.scope_code(scope)
+        state = self._band_state(conn, key)
+        if state is None or rowid <= state[1]:  # never banded
+            return
+        codes = fold_bands.codes(fold_bands.bags([content]), state[0])[0]
+        conn.executemany(
+            "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?",
+            [(key, int(code), rowid) for code in codes],
+        )
+
+    def _add_bands(self, conn: Connection, key: int, rows: Sequence[tuple[int, str]],
+                   centre: npt.NDArray[np.float64]) -> None:  # fmt: skip
+        if not rows:
+            return
+        codes = fold_bands.codes(fold_bands.bags([text for _, text in rows]), centre)
+        conn.executemany(
+            "INSERT INTO note_bands (scope, code, note_rowid) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(key, int(code), rowid) for (rowid, _), row_codes in zip(rows, codes, strict=True) for code in row_codes],
+        )
+
+    def _settle_centre(self, conn: Connection, scope: Scope, key: int) -> tuple[npt.NDArray[np.float64], int] | None:
+        """Give a scope of ``CENTRE_ROWS`` notes or more its centre, every row it holds marked still to band;
+        return its state, or None while it holds fewer."""
+        first = conn.execute(
+            f"SELECT rowid, content FROM notes WHERE {_SCOPE} ORDER BY rowid LIMIT {int(fold_bands.CENTRE_ROWS)}",
+            _scope_key(scope),
+        ).fetchall()
+        if len(first) < fold_bands.CENTRE_ROWS:
+            return None
+        centre = fold_bands.centre_of(fold_bands.bags([str(text) for _, text in first]))
+        top = conn.execute(f"SELECT MAX(rowid) FROM notes WHERE {_SCOPE}", _scope_key(scope)).fetchone()[0]
+        conn.execute(
+            "INSERT INTO note_band_centres (scope, centre, unbanded_upto) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            (key, centre.tobytes(), int(top)),
+        )
+        return self._band_state(conn, key)  # another writer's, had it been first
+
+    def _backfill(self, conn: Connection, scope: Scope, key: int, centre: npt.NDArray[np.float64], upto: int) -> int:
+        """Band up to ``BACKFILL_ROWS`` of the scope's rows at or under the mark, newest first, and lower it
+        (once a transaction, so a batch's write lock is not held for the whole catch-up); return how many."""
+        tx = self.uncommitted_tx()
+        if tx is not None and tx == self._backfilled_tx:
+            return 0
+        self._backfilled_tx = tx
+        rows = conn.execute(
+            f"SELECT rowid, content FROM notes WHERE {_SCOPE} AND rowid <= ? ORDER BY rowid DESC LIMIT {BACKFILL_ROWS}",
+            (*_scope_key(scope), upto),
+        ).fetchall()
+        self._add_bands(conn, key, [(int(rowid), str(text)) for rowid, text in rows], centre)
+        mark = int(rows[-1][0]) - 1 if len(rows) == BACKFILL_ROWS else 0
+        conn.execute("UPDATE note_band_centres SET unbanded_upto = ? WHERE scope = ? AND unbanded_upto > ?",
+                     (mark, key, mark))  # fmt: skip
+        return len(rows)
+
+    def band_backlog(self, scope: Scope) -> int | None:
+        """How many of the scope's rows are still to band (None: the scope has no centre yet)."""
+        key = fold_bands.scope_code(scope)
+        with self.read() as conn:
+            state = self._band_state(conn, key)
+            if state is None:
+                return None
+            if state[1] == 0:
+                return 0
+            row = conn.execute(f"SELECT COUNT(*) FROM notes WHERE {_SCOPE} AND rowid <= ?",
+                               (*_scope_key(scope), state[1])).fetchone()  # fmt: skip
+            return int(row[0])
+
+    def catch_up_bands(self, scope: Scope) -> int:
+        """Band every row of the scope still to band now, ``BACKFILL_ROWS`` a transaction (what its writes
+        would do one chunk at a time); return how many rows were banded. A scope without a centre yet
+        gets one when it holds ``CENTRE_ROWS`` notes."""
+        key = fold_bands.scope_code(scope)
+        done = 0
+        while True:
+            with self.write(scope) as conn:
+                state = self._band_state(conn, key) or self._settle_centre(conn, scope, key)
+                if state is None or state[1] == 0:
+                    return done
+                done += self._backfill(conn, scope, key, *state)
+
+    def _old_content(self, conn: Connection, scope: Scope, note_id: str) -> tuple[int, str] | None:
+        row = conn.execute(f"SELECT rowid, content FROM notes WHERE {_SCOPE} AND id = ?",
+                           (*_scope_key(scope), note_id)).fetchone()  # fmt: skip
+        return None if row is None else (int(row[0]), str(row[1]))
