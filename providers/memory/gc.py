@@ -28,7 +28,9 @@ from afi.errors import InvalidPath
 from afi.storage.database import Connection, Database
 from afi.storage.engine import Engine
 
+from .fabric.band_rows import unband_rows
 from .fabric.rows import INSERT_CHANGE, change_row
+from .fabric.types import Scope
 from .horizon import raise_horizon
 
 __all__ = ["GcReport", "boundary", "collect_garbage", "gc_spaces"]
@@ -88,10 +90,14 @@ def _file_versions(conn: Connection, space: str, cut: str) -> int:
 
 
 def _note_versions(conn: Connection, space: str, cut: str) -> int:
-    ids = [str(r[0]) for r in conn.execute(
-        f"SELECT id FROM notes WHERE {_SCOPE} AND status <> 'legal_hold' AND valid_to IS NOT NULL AND valid_to <= ?",
+    rows = conn.execute(
+        f"SELECT id, rowid, content FROM notes WHERE {_SCOPE} AND status <> 'legal_hold' AND valid_to IS NOT NULL "
+        "AND valid_to <= ?",
         (space, cut),
-    ).fetchall()]  # fmt: skip
+    ).fetchall()
+    ids = [str(r[0]) for r in rows]
+    unband_rows(conn, Scope(tenant_id="afi", resource_id=space, thread_id="main"),
+                [(int(rowid), str(text)) for _, rowid, text in rows])  # fmt: skip
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         marks = ", ".join("?" * len(chunk))

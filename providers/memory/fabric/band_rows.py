@@ -8,8 +8,8 @@ lowering the mark; a store made before the bands catches up this way, a few mill
 never at open. Until the mark reaches 0 the fold searches as it did without bands.
 
 A row rewritten with another content has its old bands deleted and its new ones written; a row
-deleted has its bands deleted. Rows deleted otherwise (``afi gc``) may leave bands naming a rowid that
-is gone or reused: harmless, since every candidate is scored exactly against the row as it is.
+deleted has its bands deleted (``afi gc``'s deletes too: :func:`unband_rows`). A band row that named a
+version gone or changed would be harmless anyway: every candidate is scored against the row as it is.
 
 Mixed into :class:`~.store.Store`, whose connections and transaction hooks it uses.
 """
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["BACKFILL_ROWS", "BandRows"]
+__all__ = ["BACKFILL_ROWS", "BandRows", "unband_rows"]
 
 # older rows banded a write transaction while a scope catches up (about 10 ms of a write on SQLite)
 BACKFILL_ROWS = 500
@@ -112,13 +112,8 @@ class BandRows:
         """Delete the bands of a row about to be rewritten or deleted (``content``: as it was banded)."""
         key = fold_bands.scope_code(scope)
         state = self._band_state(conn, key)
-        if state is None or rowid <= state[1]:  # never banded
-            return
-        codes = fold_bands.codes(fold_bands.bags([content]), state[0])[0]
-        conn.executemany(
-            "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?",
-            [(key, int(code), rowid) for code in codes],
-        )
+        if state is not None:
+            _delete_bands(conn, key, *state, [(rowid, content)])
 
     def _add_bands(self, conn: Connection, key: int, rows: Sequence[tuple[int, str]],
                    centre: npt.NDArray[np.float64]) -> None:  # fmt: skip
@@ -194,3 +189,26 @@ class BandRows:
         row = conn.execute(f"SELECT rowid, content FROM notes WHERE {_SCOPE} AND id = ?",
                            (*_scope_key(scope), note_id)).fetchone()  # fmt: skip
         return None if row is None else (int(row[0]), str(row[1]))
+
+
+def unband_rows(conn: Connection, scope: Scope, rows: Sequence[tuple[int, str]]) -> None:
+    """Delete the bands of rows ``(rowid, content)`` of the scope about to be deleted by SQL of its own
+    (``afi gc``), in that write's transaction."""
+    import numpy as np
+
+    key = fold_bands.scope_code(scope)
+    found = conn.execute("SELECT centre, unbanded_upto FROM note_band_centres WHERE scope = ?", (key,)).fetchone()
+    if found is not None and rows:
+        _delete_bands(conn, key, np.frombuffer(bytes(found[0]), dtype=np.float64), int(found[1]), rows)
+
+
+def _delete_bands(conn: Connection, key: int, centre: npt.NDArray[np.float64], upto: int,
+                  rows: Sequence[tuple[int, str]]) -> None:  # fmt: skip
+    banded = [(rowid, text) for rowid, text in rows if rowid > upto]  # the others were never banded
+    if not banded:
+        return
+    codes = fold_bands.codes(fold_bands.bags([text for _, text in banded]), centre)
+    conn.executemany(
+        "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?",
+        [(key, int(code), rowid) for (rowid, _), row in zip(banded, codes, strict=True) for code in row],
+    )

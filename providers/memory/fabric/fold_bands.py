@@ -22,13 +22,15 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from .embedders import HashEmbedder
 from .rows import _scope_key
 from .types import Scope
+
+if TYPE_CHECKING:  # numpy loads with the first note banded: a store opened to list or read needs none
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["BANDS", "BITS", "CENTRE_ROWS", "FLIPS", "MIN_THRESHOLD", "bags", "centre_of", "codes", "probes",
            "scope_code"]  # fmt: skip
@@ -48,6 +50,8 @@ _BAGS = HashEmbedder()
 
 def bags(texts: Sequence[str]) -> npt.NDArray[np.float64]:
     """Given notes' contents, return their bags of words (unit rows), as the bands take them."""
+    import numpy as np
+
     return _BAGS.embed(texts).astype(np.float64)
 
 
@@ -62,6 +66,8 @@ def scope_code(scope: Scope) -> int:
 def _planes() -> npt.NDArray[np.float64]:
     """The fixed Gaussian hyperplanes: (dims, BANDS * BITS), by Box-Muller from PCG64's raw stream
     (numpy's distributions may change between versions; the raw stream does not)."""
+    import numpy as np
+
     count = _BAGS.dims * BANDS * BITS
     raw = np.random.PCG64(_SEED + _BAGS.dims).random_raw(count + count % 2)
     uniform = (raw >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
@@ -71,27 +77,40 @@ def _planes() -> npt.NDArray[np.float64]:
     return normal.reshape(_BAGS.dims, BANDS * BITS)
 
 
-_WEIGHTS = (1 << np.arange(BITS)).astype(np.int64)
-_BAND_BASE = np.arange(BANDS, dtype=np.int64) << BITS
+@functools.lru_cache(maxsize=1)
+def _keys() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each bit's weight in a band's key, and each band's base code."""
+    import numpy as np
+
+    return (1 << np.arange(BITS)).astype(np.int64), np.arange(BANDS, dtype=np.int64) << BITS
 
 
 def _projections(rows: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    out: npt.NDArray[np.float64] = (np.atleast_2d(rows) - centre) @ _planes()
-    return out.reshape(len(np.atleast_2d(rows)), BANDS, BITS)
+    import numpy as np
+
+    matrix = np.atleast_2d(rows)
+    out: npt.NDArray[np.float64] = (matrix - centre) @ _planes()
+    return out.reshape(len(matrix), BANDS, BITS)
 
 
 def codes(rows: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Given bags of words (n, dims) and their scope's centre, return each one's band codes (n, BANDS)."""
-    keys = (_projections(rows, centre) >= 0).astype(np.int64) @ _WEIGHTS
-    out: npt.NDArray[np.int64] = keys + _BAND_BASE
+    import numpy as np
+
+    weights, base = _keys()
+    keys = (_projections(rows, centre) >= 0).astype(np.int64) @ weights
+    out: npt.NDArray[np.int64] = keys + base
     return out
 
 
 def probes(row: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> list[int]:
     """Given a query's bag of words and the scope's centre, return the codes to look up: each band's key
     and the keys with its ``FLIPS`` least certain bits turned, one at a time."""
+    import numpy as np
+
+    weights, base = _keys()
     projected = _projections(row, centre)[0]
-    keys = (projected >= 0).astype(np.int64) @ _WEIGHTS + _BAND_BASE
+    keys = (projected >= 0).astype(np.int64) @ weights + base
     weakest = np.argsort(np.abs(projected), axis=1)[:, :FLIPS]
     flipped = keys[:, None] ^ (np.int64(1) << weakest)
     return sorted({int(code) for code in (*keys, *flipped.ravel())})
@@ -99,5 +118,7 @@ def probes(row: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> lis
 
 def centre_of(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Given a scope's first notes' bags of words, return the centre its signs are taken around."""
+    import numpy as np
+
     out: npt.NDArray[np.float64] = np.asarray(rows, dtype=np.float64).mean(axis=0)
     return out

@@ -216,3 +216,20 @@ def test_catch_up_bands_every_row_left_and_the_switch_turns_the_bands_off(store_
     store.fold_bands = False
     assert store.band_candidates(scope, text) is None
     assert fabric.remember(kind="fact", content=text.replace("item16x0", "copy")).supersedes is not None
+
+
+def test_gc_deletes_the_bands_of_the_versions_it_drops(store_url: str, embedder: Any) -> None:
+    from afi.providers.memory.fabric.memory import space_memory
+    from afi.providers.memory.gc import collect_garbage
+
+    fabric = create_memory_fabric(space_memory(store_url, "notes", embedder=embedder))
+    notes = _facts(fabric, _texts(CENTRE + BACKFILL, 17))
+    fabric.memory.store.catch_up_bands(fabric.memory.scope)
+    for note in notes[:10]:  # superseded: the old versions' windows end now
+        fabric.remember(kind="fact", content=note.content + " and more words besides", supersedes=note.id)
+    before = _band_count(fabric)
+    with fabric.memory.store.write(fabric.memory.scope):
+        report = collect_garbage(fabric.memory.store.database, ["notes"], 0)
+    assert report.note_versions == 10
+    assert _band_count(fabric) == before - 10 * BANDS
+    assert _held_bands(fabric) == _expected_bands(fabric)
