@@ -128,12 +128,13 @@ class BandRows:
     def _settle_centre(self, conn: Connection, scope: Scope, key: int) -> tuple[npt.NDArray[np.float64], int] | None:
         """Give a scope of ``CENTRE_ROWS`` notes or more its centre, every row it holds marked still to band;
         return its state, or None while it holds fewer."""
-        first = conn.execute(
-            f"SELECT rowid, content FROM notes WHERE {_SCOPE} ORDER BY rowid LIMIT {int(fold_bands.CENTRE_ROWS)}",
-            _scope_key(scope),
-        ).fetchall()
-        if len(first) < fold_bands.CENTRE_ROWS:
+        wanted = int(fold_bands.CENTRE_ROWS)
+        held = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE {_SCOPE} LIMIT {wanted}) AS held",
+                            _scope_key(scope)).fetchone()  # fmt: skip
+        if int(held[0]) < wanted:  # counted from the scope's index alone: a small scope's write reads no text
             return None
+        first = conn.execute(f"SELECT rowid, content FROM notes WHERE {_SCOPE} ORDER BY rowid LIMIT {wanted}",
+                             _scope_key(scope)).fetchall()  # fmt: skip
         centre = fold_bands.centre_of(fold_bands.bags([str(text) for _, text in first]))
         top = conn.execute(f"SELECT MAX(rowid) FROM notes WHERE {_SCOPE}", _scope_key(scope)).fetchone()[0]
         conn.execute(

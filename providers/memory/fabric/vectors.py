@@ -5,10 +5,12 @@ scope's latest change seq and applies only the rows changed since (its own write
 process's), so the matrix is never rebuilt per query. Kind, validity, consent and lineage are
 boolean masks over the rows, applied before ranking.
 
-Sparse rows (the hash embedder's bags of tokens) are also kept as per-dimension postings, so a
-query touches only its own dimensions; rows added since the postings were built form a contiguous
-tail that is scored with one matvec. ``above`` answers the write path's question (which rows are
-at least this similar?) exactly while reading only the postings of the query's rarest dimensions.
+A large dense scope (a sentence embedder's, past ``PREFILTER_ROWS`` rows) is searched by its rows'
+sign bits first (:mod:`.sign_bits`). Sparse rows (the hash embedder's bags of tokens) are also kept
+as per-dimension postings, so a query touches only its own dimensions; rows added since the postings
+were built form a contiguous tail that is scored with one matvec. ``above`` answers the write path's
+question (which rows are at least this similar?) exactly while reading only the postings of the
+query's rarest dimensions.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy.typing as npt
 
 from .postings import Postings, dots
 from .rows import consent_state, iso_to_epoch, json_list
+from .sign_bits import CANDIDATES, OVERSAMPLE, PREFILTER_ROWS, SignBits
 from .store import Store
 from .types import NOTE_KINDS, Scope
 from .vector_bytes import unpack_vector
@@ -52,6 +55,7 @@ class VectorIndex(Postings):
         self.dims = dims
         self.lock = threading.Lock()
         self.fold_exact_rows = FOLD_EXACT_ROWS
+        self.prefilter_rows = PREFILTER_ROWS  # a dense scope this large is cut by sign bits first (sign_bits)
         self.seq = -1
         self._fill = 0  # the last vector fill read (backlog.VectorBacklog.fills_since)
         self._lineage: dict[str, str] | None = None
@@ -82,6 +86,7 @@ class VectorIndex(Postings):
         self._built = 0  # slots below this are in the postings
         self._max_norm2 = 0.0  # the largest squared row norm seen (never lowered: a bound stays a bound)
         self._dense = False
+        self._signs = SignBits(self.dims)  # a large dense scope's first cut (sign_bits), built at its first search
 
     def _grow(self) -> None:
         capacity = self.matrix.shape[0] * 2
@@ -112,6 +117,7 @@ class VectorIndex(Postings):
         if slot < self._built and not np.array_equal(self.matrix[slot], vector):
             self._moved.add(slot)  # its postings now describe an older embedding
         self.matrix[slot] = vector
+        self._signs.put(slot, vector, self.matrix.shape[0])
         self._max_norm2 = max(self._max_norm2, float(self.matrix[slot] @ self.matrix[slot]))
         self.kind[slot] = _KIND_CODE.get(row[_KIND], -1)
         self.valid_from[slot] = iso_to_epoch(row[_VALID_FROM], -math.inf)
@@ -232,11 +238,24 @@ class VectorIndex(Postings):
         n = self.size
         if n == 0 or limit <= 0:
             return []
+        if self._dense and n >= self.prefilter_rows:
+            return self._top_by_signs(query, mask, limit)
         sims = np.where(mask & self.vectored[:n], self._scores(query), -np.inf)
         k = min(limit, n)
         idx = np.argpartition(-sims, k - 1)[:k] if k < n else np.arange(n)
         idx = idx[np.argsort(-sims[idx], kind="stable")]
         return [(int(self.rowids[i]), float(sims[i])) for i in idx if sims[i] > -np.inf]
+
+    def _top_by_signs(self, query: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                      limit: int) -> list[tuple[int, float]]:  # fmt: skip
+        """:meth:`top` of a large dense scope: the rows nearest by their signs, scored exactly (``sign_bits``)."""
+        n = self.size
+        if self._signs.bits is None:
+            self._signs.build(self.matrix, self.vectored, n)
+        slots = self._signs.nearest(query, mask & self.vectored[:n], max(limit * OVERSAMPLE, CANDIDATES))
+        sims = dots(self.matrix[slots], query)
+        best = np.argsort(-sims, kind="stable")[:limit]
+        return [(int(self.rowids[slots[i]]), float(sims[i])) for i in best]
 
     def folds_by_vectors(self) -> bool:
         """Whether consolidation asks :meth:`above` for near-duplicates: while the scope holds at most
