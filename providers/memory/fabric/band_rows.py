@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from afi.storage.database import Connection
 
 from . import fold_bands
+from .lexical import has_words
 from .rows import _scope_key
 from .types import Scope
 
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["BACKFILL_ROWS", "BandRows", "unband_rows"]
+__all__ = ["BACKFILL_ROWS", "MAX_CANDIDATES", "BandRows", "unband_rows"]
 
 # older rows banded a write transaction while a scope catches up (about 10 ms of a write on SQLite)
 BACKFILL_ROWS = 500
+# more candidates than this from the bands (many notes of nearly one text), and the fold searches without them
+MAX_CANDIDATES = 4_096
 _SCOPE = "tenant_id = ? AND resource_id = ? AND thread_id = ?"
 _STATE = "SELECT unbanded_upto FROM note_band_centres WHERE scope = ?"
 
@@ -47,6 +50,7 @@ class BandRows:
         def on_transaction_end(self, hook: Callable[[int, bool], None]) -> None: ...
         def uncommitted_tx(self) -> int | None: ...
         def write(self, scope: Scope | None = None) -> AbstractContextManager[Connection]: ...
+        def scope_rows(self) -> str: ...
 
     def _init_bands(self) -> None:
         # False: the fold searches as it did before the bands (bench.fold's baseline); rows are banded still
@@ -83,7 +87,7 @@ class BandRows:
         """Given a new note's content, return the rowids sharing a probed band with it (any kind or status:
         the exact check decides), or None while the scope has no bands for all its rows (the fold then
         searches without them)."""
-        if not self.fold_bands:
+        if not self.fold_bands or not has_words(content):  # a text of no word folds only into the same text
             return None
         key = fold_bands.scope_code(scope)
         with self.read() as conn:
@@ -92,8 +96,12 @@ class BandRows:
                 return None
             wanted = fold_bands.probes(fold_bands.bags([content])[0], state[0])
             marks = ", ".join("?" * len(wanted))
-            sql = f"SELECT DISTINCT note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks})"
-            return [int(row[0]) for row in conn.execute(sql, (key, *wanted)).fetchall()]
+            sql = (
+                f"SELECT DISTINCT note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks}) "
+                f"LIMIT {MAX_CANDIDATES + 1}"
+            )
+            found = [int(row[0]) for row in conn.execute(sql, (key, *wanted)).fetchall()]
+            return found if len(found) <= MAX_CANDIDATES else None  # a crowded key: the search without bands
 
     def _band_rows(self, conn: Connection, scope: Scope, rows: Sequence[tuple[int, str]]) -> None:
         """Band new rows ``(rowid, content)`` of the scope, in the write's transaction (see the module)."""
@@ -133,10 +141,12 @@ class BandRows:
                             _scope_key(scope)).fetchone()  # fmt: skip
         if int(held[0]) < wanted:  # counted from the scope's index alone: a small scope's write reads no text
             return None
-        first = conn.execute(f"SELECT rowid, content FROM notes WHERE {_SCOPE} ORDER BY rowid LIMIT {wanted}",
-                             _scope_key(scope)).fetchall()  # fmt: skip
+        # by rowid, the scope's condition hinted off its index (else SQLite reads and sorts the whole scope)
+        first = conn.execute(f"SELECT rowid, content FROM notes WHERE TRUE {self.scope_rows()} ORDER BY rowid "
+                             f"LIMIT {wanted}", _scope_key(scope)).fetchall()  # fmt: skip
         centre = fold_bands.centre_of(fold_bands.bags([str(text) for _, text in first]))
-        top = conn.execute(f"SELECT MAX(rowid) FROM notes WHERE {_SCOPE}", _scope_key(scope)).fetchone()[0]
+        top = conn.execute(f"SELECT rowid FROM notes WHERE TRUE {self.scope_rows()} ORDER BY rowid DESC LIMIT 1",
+                           _scope_key(scope)).fetchone()[0]  # fmt: skip
         conn.execute(
             "INSERT INTO note_band_centres (scope, centre, unbanded_upto) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             (key, centre.tobytes(), int(top)),
@@ -150,9 +160,10 @@ class BandRows:
         if tx is not None and tx == self._backfilled_tx:
             return 0
         self._backfilled_tx = tx
-        rows = conn.execute(
-            f"SELECT rowid, content FROM notes WHERE {_SCOPE} AND rowid <= ? ORDER BY rowid DESC LIMIT {BACKFILL_ROWS}",
-            (*_scope_key(scope), upto),
+        rows = conn.execute(  # by rowid, the scope's condition hinted off its index (else SQLite sorts the scope)
+            f"SELECT rowid, content FROM notes WHERE rowid <= ? {self.scope_rows()} ORDER BY rowid DESC "
+            f"LIMIT {BACKFILL_ROWS}",
+            (upto, *_scope_key(scope)),
         ).fetchall()
         self._add_bands(conn, key, [(int(rowid), str(text)) for rowid, text in rows], centre)
         mark = int(rows[-1][0]) - 1 if len(rows) == BACKFILL_ROWS else 0
@@ -184,7 +195,10 @@ class BandRows:
                 state = self._band_state(conn, key) or self._settle_centre(conn, scope, key)
                 if state is None or state[1] == 0:
                     return done
-                done += self._backfill(conn, scope, key, *state)
+                banded = self._backfill(conn, scope, key, *state)
+            if not banded:  # called inside a transaction that has had its chunk: the rest is for the next ones
+                return done
+            done += banded
 
     def _old_content(self, conn: Connection, scope: Scope, note_id: str) -> tuple[int, str] | None:
         row = conn.execute(f"SELECT rowid, content FROM notes WHERE {_SCOPE} AND id = ?",

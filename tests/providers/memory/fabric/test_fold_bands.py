@@ -233,3 +233,17 @@ def test_gc_deletes_the_bands_of_the_versions_it_drops(store_url: str, embedder:
     assert report.note_versions == 10
     assert _band_count(fabric) == before - 10 * BANDS
     assert _held_bands(fabric) == _expected_bands(fabric)
+
+
+def test_a_crowded_key_or_a_text_of_no_word_is_searched_without_the_bands(
+    store_url: str, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fabric = _fabric(store_url, embedder)
+    store, scope = fabric.memory.store, fabric.memory.scope
+    _facts(fabric, _texts(CENTRE, 18) + ["👍"] * 20 + ["the same words again"] * 20)
+    store.catch_up_bands(scope)
+    assert store.band_candidates(scope, "👍") is None  # every text of no word shares every band
+    assert len(store.band_candidates(scope, "the same words again") or []) >= 20
+    monkeypatch.setattr(band_rows, "MAX_CANDIDATES", 10)
+    assert store.band_candidates(scope, "the same words again") is None
+    assert store.band_candidates(scope, _texts(1, 18)[0]) is not None
