@@ -50,7 +50,7 @@ def build(store: Path, n: int) -> None:
             [{"kind": "fact", "content": text, "consolidate": False} for text in corpus[at : at + 500]]
         )
     fabric.fill_vectors()
-    fabric.memory.store.close()
+    fabric.memory.close()
     with contextlib.closing(sqlite3.connect(partial)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     partial.replace(store)
@@ -75,7 +75,7 @@ def _recalls(fabric: Any, queries: list[str]) -> tuple[list[float], list[list[st
         started = time.perf_counter()
         found = fabric.recall(query, top_k=TOP_K)
         latencies.append((time.perf_counter() - started) * 1000)
-        hits.append([hit.note.id for hit in found.hits])
+        hits.append([hit.id for hit in found.hits])
     return latencies, hits
 
 
@@ -113,7 +113,7 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
             tops = _vector_tops(fabric, queries)
             latencies, hits = _recalls(fabric, queries)
             results[way] = (latencies, hits, tops)
-        fabric.memory.store.close()
+        fabric.memory.close()
         exact_hits, exact_tops = results["exact"][1], results["exact"][2]
         for way, (latencies, hits, tops) in results.items():
             rows.append({"engine": "sqlite", "way": way, "p50_ms": round(percentile(latencies, 50), 2),
@@ -164,7 +164,7 @@ def _postgres(db: Path, queries: list[str], exact_hits: list[list[str]]) -> dict
             fabric.recall(queries[0], top_k=TOP_K)
             latencies, hits = _recalls(fabric, queries)
         finally:
-            fabric.memory.store.close()
+            fabric.memory.close()
     return {"engine": "postgresql", "way": "HNSW", "p50_ms": round(percentile(latencies, 50), 2),
             "p95_ms": round(percentile(latencies, 95), 2),
             "recall_top10_same_pct": _overlap(hits, exact_hits)}  # fmt: skip
