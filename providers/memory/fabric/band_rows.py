@@ -127,10 +127,9 @@ class BandRows:
                    centre: npt.NDArray[np.float64]) -> None:  # fmt: skip
         if not rows:
             return
-        codes = fold_bands.codes(fold_bands.bags([text for _, text in rows]), centre)
         conn.executemany(
             "INSERT INTO note_bands (scope, code, note_rowid) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(key, int(code), rowid) for (rowid, _), row_codes in zip(rows, codes, strict=True) for code in row_codes],
+            _band_rows_of(key, rows, centre),
         )
 
     def _settle_centre(self, conn: Connection, scope: Scope, key: int) -> tuple[npt.NDArray[np.float64], int] | None:
@@ -222,8 +221,13 @@ def _delete_bands(conn: Connection, key: int, centre: npt.NDArray[np.float64], u
     banded = [(rowid, text) for rowid, text in rows if rowid > upto]  # the others were never banded
     if not banded:
         return
-    codes = fold_bands.codes(fold_bands.bags([text for _, text in banded]), centre)
     conn.executemany(
-        "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?",
-        [(key, int(code), rowid) for (rowid, _), row in zip(banded, codes, strict=True) for code in row],
+        "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?", _band_rows_of(key, banded, centre)
     )
+
+
+def _band_rows_of(key: int, rows: Sequence[tuple[int, str]],
+                  centre: npt.NDArray[np.float64]) -> list[tuple[int, int, int]]:  # fmt: skip
+    """The ``(scope, code, note_rowid)`` band rows of rows ``(rowid, content)`` of the scope ``key``."""
+    codes = fold_bands.codes(fold_bands.bags([text for _, text in rows]), centre)
+    return [(key, int(code), rowid) for (rowid, _), row in zip(rows, codes, strict=True) for code in row]
