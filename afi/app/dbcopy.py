@@ -52,6 +52,7 @@ TABLES: tuple[TableCopy, ...] = (
     TableCopy("note_changes", ("seq",)),
     TableCopy("note_band_centres", ("scope",)),
     TableCopy("note_bands", ("scope", "code", "note_rowid")),
+    TableCopy("note_bags", ("note_rowid",)),
     TableCopy("workspace_files", ("rowid",)),
     TableCopy("workspace_seq", ("space",), replace=True),
     TableCopy("ledger_sessions", ("key",)),

@@ -19,6 +19,7 @@ __all__ = [
     "audit_by_space",
     "change_stamps",
     "file_history",
+    "fold_bags",
     "fold_bands",
     "notes_by_file_name",
     "oauth",
@@ -217,5 +218,17 @@ def fold_bands(db: sqlite_utils.Database) -> None:
         CREATE TABLE IF NOT EXISTS note_band_centres (
             scope INTEGER PRIMARY KEY, centre BLOB NOT NULL, unbanded_upto INTEGER NOT NULL
         );
+        """
+    )
+
+
+def fold_bags(db: sqlite_utils.Database) -> None:
+    """Each banded note's bag of words, kept compact by its rowid, so the fold scores a band's candidates
+    without reading and tokenizing their texts; every scope with bands is marked to band again from its
+    newest row (its bags come with its bands, a chunk a write: ``providers/memory/fabric/band_rows.py``)."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS note_bags (note_rowid INTEGER PRIMARY KEY, bag BLOB NOT NULL);
+        UPDATE note_band_centres SET unbanded_upto = (SELECT COALESCE(MAX(rowid), 0) FROM notes);
         """
     )

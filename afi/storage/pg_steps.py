@@ -28,6 +28,7 @@ __all__ = [
     "compact_notes",
     "derive_notes",
     "file_history",
+    "fold_bags",
     "fold_bands",
     "half_precision",
     "initial_layout",
@@ -277,4 +278,9 @@ fold_bands = _sql("""
 CREATE TABLE note_bands (scope bigint NOT NULL, code bigint NOT NULL, note_rowid bigint NOT NULL,
     PRIMARY KEY (scope, code, note_rowid));
 CREATE TABLE note_band_centres (scope bigint PRIMARY KEY, centre bytea NOT NULL, unbanded_upto bigint NOT NULL);
+""")
+# each banded note's bag of words (SQLite's step says more)
+fold_bags = _sql("""
+CREATE TABLE note_bags (note_rowid bigint PRIMARY KEY, bag bytea NOT NULL);
+UPDATE note_band_centres SET unbanded_upto = (SELECT COALESCE(MAX(rowid), 0) FROM notes);
 """)

@@ -51,6 +51,7 @@ STEPS: tuple[Step, ...] = (
     Step(16, "workspace folders", lite.workspace_folders, pg.workspace_folders),
     Step(17, "vectors after writes", lite.vectors_after_writes, pg.vectors_after_writes),
     Step(18, "fold bands", lite.fold_bands, pg.fold_bands),
+    Step(19, "fold bags", lite.fold_bags, pg.fold_bags),
 )
 LATEST = len(STEPS)
 WORKSPACE_STEP = 12  # from this step on, a SQLite store records the per-user workspace it used before

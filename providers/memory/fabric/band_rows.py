@@ -1,15 +1,20 @@
 """The store's side of consolidation's SimHash bands (:mod:`.fold_bands`): the rows kept, and the lookup.
 
 A scope has no bands until it holds ``CENTRE_ROWS`` notes: the write that brings it there gives it its
-centre (the mean of its first notes' bags of words) and marks every row it then holds as still to band
-(``unbanded_upto``, the highest such rowid). From then on each new row is banded in its own write, and
-each write transaction of the scope also bands up to ``BACKFILL_ROWS`` of the older rows, newest first,
-lowering the mark; a store made before the bands catches up this way, a few milliseconds a write, and
-never at open. Until the mark reaches 0 the fold searches as it did without bands.
+centre (the mean of its first notes' bags of words), bands the rows it brings and marks every row held
+before it as still to band (``unbanded_upto``, the highest such rowid). From then on each new row is
+banded in its own write, and each write transaction of the scope also bands up to ``BACKFILL_ROWS`` of
+the older rows, newest first, lowering the mark; a store made before the bands catches up this way, a
+few milliseconds a write, and never at open. Until the mark reaches 0 the fold searches as it did
+without bands.
 
-A row rewritten with another content has its old bands deleted and its new ones written; a row
-deleted has its bands deleted (``afi gc``'s deletes too: :func:`unband_rows`). A band row that named a
-version gone or changed would be harmless anyway: every candidate is scored against the row as it is.
+Each banded row also keeps its bag of words (``note_bags``, :func:`~.fold_bands.bag_blob`): the fold
+scores a band's candidates by them first and reads the text of only those near enough.
+
+A row rewritten with another content has its old bands and bag deleted and its new ones written; a
+row deleted has its bands and bag deleted (``afi gc``'s deletes too: :func:`unband_rows`). A band row
+that named a version gone or changed would be harmless anyway: every candidate is scored against the
+row as it is.
 
 Mixed into :class:`~.store.Store`, whose connections and transaction hooks it uses.
 """
@@ -37,6 +42,11 @@ __all__ = ["BACKFILL_ROWS", "MAX_CANDIDATES", "BandRows", "unband_rows"]
 BACKFILL_ROWS = 500
 # more candidates than this from the bands (many notes of nearly one text), and the fold searches without them
 MAX_CANDIDATES = 4_096
+# probe codes a lookup statement (within SQLite's 32,766 parameters)
+_CODES_A_STATEMENT = 30_000
+_PUT_BAG = (
+    "INSERT INTO note_bags (note_rowid, bag) VALUES (?, ?) ON CONFLICT (note_rowid) DO UPDATE SET bag = excluded.bag"
+)
 _SCOPE = "tenant_id = ? AND resource_id = ? AND thread_id = ?"
 _STATE = "SELECT unbanded_upto FROM note_band_centres WHERE scope = ?"
 
@@ -87,28 +97,40 @@ class BandRows:
         """Given a new note's content, return the rowids sharing a probed band with it (any kind or status:
         the exact check decides), or None while the scope has no bands for all its rows (the fold then
         searches without them)."""
-        if not self.fold_bands or not has_words(content):  # a text of no word folds only into the same text
-            return None
+        return self.band_candidates_many(scope, [content])[0]
+
+    def band_candidates_many(self, scope: Scope, contents: Sequence[str]) -> list[list[int] | None]:
+        """:meth:`band_candidates` of each content, the lookups of all of them in as few statements as
+        the engine's parameters allow (a many-note remember's); None for a content the bands cannot
+        answer (no word, a crowded key, a scope not wholly banded)."""
+        out: list[list[int] | None] = [None] * len(contents)
+        asked = [at for at, content in enumerate(contents) if has_words(content)]
+        if not self.fold_bands or not asked:  # a text of no word folds only into the same text
+            return out
         key = fold_bands.scope_code(scope)
         with self.read() as conn:
             state = self._band_state(conn, key)
             if state is None or state[1] > 0:
-                return None
-            wanted = fold_bands.probes(fold_bands.bags([content])[0], state[0])
-            marks = ", ".join("?" * len(wanted))
-            sql = (
-                f"SELECT DISTINCT note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks}) "
-                f"LIMIT {MAX_CANDIDATES + 1}"
-            )
-            found = [int(row[0]) for row in conn.execute(sql, (key, *wanted)).fetchall()]
-            return found if len(found) <= MAX_CANDIDATES else None  # a crowded key: the search without bands
+                return out
+            wanted = fold_bands.probes_many(fold_bands.bags([contents[at] for at in asked]), state[0])
+            held = _held_codes(conn, key, sorted({code for probes in wanted for code in probes}),
+                               limit=MAX_CANDIDATES * len(asked))  # fmt: skip
+            for at, probes in zip(asked, wanted, strict=True):
+                if held is None:  # a crowded key among them: each content's own lookup, cut at the cap
+                    found = _held_codes(conn, key, probes, limit=MAX_CANDIDATES * len(probes))
+                    rowids = None if found is None else found.rowids(probes)
+                else:
+                    rowids = held.rowids(probes)
+                if rowids is not None and len(rowids) <= MAX_CANDIDATES:  # more: the search without bands
+                    out[at] = rowids
+        return out
 
     def _band_rows(self, conn: Connection, scope: Scope, rows: Sequence[tuple[int, str]]) -> None:
         """Band new rows ``(rowid, content)`` of the scope, in the write's transaction (see the module)."""
         key = fold_bands.scope_code(scope)
         state = self._band_state(conn, key)
-        if state is None:
-            state = self._settle_centre(conn, scope, key)
+        if state is None:  # the rows this write brings are banded at once, those held before it marked
+            state = self._settle_centre(conn, scope, key, below=min((rowid for rowid, _ in rows), default=None))
             if state is None:
                 return
         centre, upto = state
@@ -131,10 +153,24 @@ class BandRows:
             "INSERT INTO note_bands (scope, code, note_rowid) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             _band_rows_of(key, rows, centre),
         )
+        bags = [(rowid, blob) for rowid, blob in ((rowid, fold_bands.bag_blob(text)) for rowid, text in rows) if blob]
+        conn.executemany(_PUT_BAG, bags)
 
-    def _settle_centre(self, conn: Connection, scope: Scope, key: int) -> tuple[npt.NDArray[np.float64], int] | None:
-        """Give a scope of ``CENTRE_ROWS`` notes or more its centre, every row it holds marked still to band;
-        return its state, or None while it holds fewer."""
+    def bags_by_rowid(self, rowids: Sequence[int]) -> dict[int, bytes]:
+        """The kept bags of words (:func:`~.fold_bands.bag_blob`) of those rowids that have one."""
+        out: dict[int, bytes] = {}
+        with self.read() as conn:
+            for start in range(0, len(rowids), _CODES_A_STATEMENT):
+                chunk = rowids[start : start + _CODES_A_STATEMENT]
+                sql = f"SELECT note_rowid, bag FROM note_bags WHERE note_rowid IN ({', '.join('?' * len(chunk))})"
+                out.update((int(rowid), bytes(bag)) for rowid, bag in conn.execute(sql, tuple(chunk)).fetchall())
+        return out
+
+    def _settle_centre(self, conn: Connection, scope: Scope, key: int, *,
+                       below: int | None = None) -> tuple[npt.NDArray[np.float64], int] | None:  # fmt: skip
+        """Give a scope of ``CENTRE_ROWS`` notes or more its centre, every row it holds (below rowid ``below``:
+        the rows the write in hand brings are its own to band) marked still to band; return its state, or
+        None while it holds fewer."""
         wanted = int(fold_bands.CENTRE_ROWS)
         held = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM notes WHERE {_SCOPE} LIMIT {wanted}) AS held",
                             _scope_key(scope)).fetchone()  # fmt: skip
@@ -144,11 +180,12 @@ class BandRows:
         first = conn.execute(f"SELECT rowid, content FROM notes WHERE TRUE {self.scope_rows()} ORDER BY rowid "
                              f"LIMIT {wanted}", _scope_key(scope)).fetchall()  # fmt: skip
         centre = fold_bands.centre_of(fold_bands.bags([str(text) for _, text in first]))
-        top = conn.execute(f"SELECT rowid FROM notes WHERE TRUE {self.scope_rows()} ORDER BY rowid DESC LIMIT 1",
-                           _scope_key(scope)).fetchone()[0]  # fmt: skip
+        under = "" if below is None else f"AND rowid < {int(below)} "
+        top = conn.execute(f"SELECT rowid FROM notes WHERE TRUE {under}{self.scope_rows()} ORDER BY rowid DESC "
+                           "LIMIT 1", _scope_key(scope)).fetchone()  # fmt: skip
         conn.execute(
             "INSERT INTO note_band_centres (scope, centre, unbanded_upto) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            (key, centre.tobytes(), int(top)),
+            (key, centre.tobytes(), 0 if top is None else int(top[0])),
         )
         return self._band_state(conn, key)  # another writer's, had it been first
 
@@ -224,6 +261,7 @@ def _delete_bands(conn: Connection, key: int, centre: npt.NDArray[np.float64], u
     conn.executemany(
         "DELETE FROM note_bands WHERE scope = ? AND code = ? AND note_rowid = ?", _band_rows_of(key, banded, centre)
     )
+    conn.executemany("DELETE FROM note_bags WHERE note_rowid = ?", [(rowid,) for rowid, _ in banded])
 
 
 def _band_rows_of(key: int, rows: Sequence[tuple[int, str]],
@@ -231,3 +269,44 @@ def _band_rows_of(key: int, rows: Sequence[tuple[int, str]],
     """The ``(scope, code, note_rowid)`` band rows of rows ``(rowid, content)`` of the scope ``key``."""
     codes = fold_bands.codes(fold_bands.bags([text for _, text in rows]), centre)
     return [(key, int(code), rowid) for (rowid, _), row in zip(rows, codes, strict=True) for code in row]
+
+
+class _HeldCodes:
+    """Band rows ``(code, note_rowid)`` read for many probes, sorted by code, each probe's rows a slice."""
+
+    def __init__(self, rows: list[tuple[int, int]]) -> None:
+        import numpy as np
+
+        pairs = np.array(rows, dtype=np.int64).reshape(-1, 2)
+        order = np.argsort(pairs[:, 0], kind="stable")
+        self.codes = pairs[order, 0]
+        self.rowids_by_code = pairs[order, 1]
+
+    def rowids(self, probes: Sequence[int]) -> list[int]:
+        """The distinct rowids the probes name, in ascending order."""
+        import numpy as np
+
+        wanted = np.asarray(probes, dtype=np.int64)
+        starts = np.searchsorted(self.codes, wanted, side="left")
+        ends = np.searchsorted(self.codes, wanted, side="right")
+        parts = [self.rowids_by_code[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b > a]
+        if not parts:
+            return []
+        out: list[int] = np.unique(np.concatenate(parts)).tolist()
+        return out
+
+
+def _held_codes(conn: Connection, key: int, codes: Sequence[int], *, limit: int) -> _HeldCodes | None:
+    """The band rows of the scope ``key`` with those codes, or None past ``limit`` rows in all."""
+    rows: list[tuple[int, int]] = []
+    for start in range(0, len(codes), _CODES_A_STATEMENT):
+        chunk = codes[start : start + _CODES_A_STATEMENT]
+        marks = ", ".join("?" * len(chunk))
+        sql = (
+            f"SELECT code, note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks}) "
+            f"LIMIT {limit - len(rows) + 1}"
+        )
+        rows.extend(conn.execute(sql, (key, *chunk)).fetchall())
+        if len(rows) > limit:
+            return None
+    return _HeldCodes(rows)

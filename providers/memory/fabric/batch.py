@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from afi.errors import AfiError
 
 from .backlog import LATER
+from .batch_fold import plain_items
 from .embedders import embedding_text
 from .errors import MemoryLimitError, MemoryValidationError
 from .types import MemoryNote
@@ -114,12 +115,36 @@ def remember_many(fabric: MemoryFabric, notes: Any) -> list[MemoryNote]:
     embeddings: Sequence[Any] = [LATER] * len(texts) if trailing else list(memory.embedder.embed(texts))
     out: list[MemoryNote] = []
     with memory.store.write(memory.scope):
+        plain = plain_items(fabric, pending, embeddings)
+        queued: list[int] = []
         for index, (waiting, embedding) in enumerate(zip(pending, embeddings, strict=True)):
+            if index in plain:
+                queued.append(index)
+                continue
+            out.extend(_inserted(fabric, [pending[at] for at in queued], [embeddings[at] for at in queued]))
+            queued.clear()
             with naming(index):
                 out.append(fabric._stored(waiting, embedding))
+        out.extend(_inserted(fabric, [pending[at] for at in queued], [embeddings[at] for at in queued]))
     if trailing:
         trailing.wrote(note.id for note in out)
     return out
+
+
+def _inserted(fabric: MemoryFabric, pending: Sequence[Pending], embeddings: Sequence[Any]) -> list[MemoryNote]:
+    """Insert notes that fold into nothing (:func:`~.batch_fold.plain_items`) in a few statements, each
+    as a single remember would have: stamped at the scope's present when that is later, named by its id."""
+    if not pending:
+        return []
+    memory = fabric.memory
+    held = memory.present()
+    notes = [
+        p.note.model_copy(update={"name": p.note.id,
+                                  **({"ingested_at": held, "created_at": held} if held > p.now else {})})
+        for p in pending
+    ]  # fmt: skip
+    memory.store.insert_notes(memory.scope, notes, embeddings)
+    return notes
 
 
 def _pending(fabric: MemoryFabric, item: Mapping[str, Any]) -> Pending:

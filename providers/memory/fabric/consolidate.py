@@ -19,11 +19,13 @@ the spot), so a store folds alike whichever embedder its recall uses.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .embedders import HashEmbedder, bags_of_words
 from .fold_bands import MIN_THRESHOLD as BANDS_MIN_THRESHOLD
+from .fold_bands import bag_rows
 from .lexical import has_words, normalize_note_text, query_terms
 from .memory import Memory, consent_visible
 from .rows import iso_to_epoch
@@ -35,10 +37,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "BAG_SLACK",
     "DEFAULT_THRESHOLD",
     "WORD_FOLD_MIN",
     "FoldCandidate",
     "Plan",
+    "bag_survivors",
     "fold_candidates",
     "merge_links",
     "merge_notes",
@@ -56,6 +60,8 @@ _WORD_CANDIDATES = 24_576
 WORD_FOLD_MIN = 0.5
 # the fold's measure in a store of a sentence embedder: the hash embedder's bags of words
 _BAGS = HashEmbedder()
+# a kept bag scored this far under the threshold may still reach it from its text (float32 sums): read
+BAG_SLACK = 1e-4
 # what the fold reads of a candidate before it is scored
 _FOLD_COLUMNS = ("content", "kind", "status", "valid_from", "valid_to")
 
@@ -146,7 +152,8 @@ def _by_words(memory: Memory, kind: str, content: str, now: str, limit: int, thr
         batch = (
             set(memory.store.lexical(memory.scope, chosen, kinds=[kind], as_of=now, limit=limit)) if chosen else set()
         )
-        rowids = [*dict.fromkeys([*banded, *batch])]
+        near = bag_survivors(memory.store.bags_by_rowid(banded), _BAGS.embed([content])[0], banded, threshold)
+        rowids = [*dict.fromkeys([*near, *batch])]
     # scored from their text alone; only those kept are read whole (and checked for consent and lineage)
     texts = memory.store.columns_by_rowid(memory.scope, rowids, _FOLD_COLUMNS)
     scored = [rowid for rowid in rowids if rowid in texts and (rowid in batch or _current(texts[rowid], kind, now))]
@@ -159,6 +166,21 @@ def _by_words(memory: Memory, kind: str, content: str, now: str, limit: int, thr
     out = [FoldCandidate(note, cosine_of[rowid]) for rowid, note in notes]
     out.sort(key=lambda c: (-c.cosine, c.note.id))
     return out[:limit]
+
+
+def bag_survivors(bags: Mapping[int, bytes], query: npt.NDArray[np.float32], rowids: Sequence[int],
+                  threshold: float) -> list[int]:  # fmt: skip
+    """Of those rowids, the ones whose kept bag of words (``bags``: :meth:`~.band_rows.BandRows.bags_by_rowid`)
+    may reach ``threshold`` with the query's bag, and those without a kept bag: the ones whose text
+    the fold reads and scores."""
+    from .postings import dots  # numpy with it: the first fold by bags loads it
+
+    held = [rowid for rowid in rowids if rowid in bags]
+    out = [rowid for rowid in rowids if rowid not in bags]
+    if held:
+        scores = dots(bag_rows([bags[rowid] for rowid in held]), query)
+        out += [rowid for rowid, score in zip(held, scores.tolist(), strict=True) if score >= threshold - BAG_SLACK]
+    return out
 
 
 def _current(columns: tuple[Any, ...], kind: str, now: str) -> bool:

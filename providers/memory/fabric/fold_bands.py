@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .embedders import HashEmbedder
+from .embedders import HashEmbedder, hash_tokens
 from .rows import _scope_key
 from .types import Scope
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # numpy loads with the first note banded: a store opened to l
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["BANDS", "BITS", "CENTRE_ROWS", "FLIPS", "MIN_THRESHOLD", "bags", "centre_of", "codes", "probes",
-           "scope_code"]  # fmt: skip
+__all__ = ["BANDS", "BITS", "CENTRE_ROWS", "FLIPS", "MIN_THRESHOLD", "bag_blob", "bag_rows", "bags", "centre_of",
+           "codes", "probes", "probes_many", "scope_code"]  # fmt: skip
 
 # chosen on bench.engines' corpus (2,000 edited copies at 100k notes): 16 bands of 18 bits probing 2 flips
 # a band found 2,000 (0 probes: 1,970) with ~50 candidates a query; 20 bits: 1,996 with ~22
@@ -106,14 +106,20 @@ def codes(rows: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> npt
 def probes(row: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> list[int]:
     """Given a query's bag of words and the scope's centre, return the codes to look up: each band's key
     and the keys with its ``FLIPS`` least certain bits turned, one at a time."""
+    return probes_many(row, centre)[0]
+
+
+def probes_many(rows: npt.NDArray[np.float64], centre: npt.NDArray[np.float64]) -> list[list[int]]:
+    """:func:`probes` of each of several bags of words (n, dims), computed together."""
     import numpy as np
 
     weights, base = _keys()
-    projected = _projections(row, centre)[0]
+    projected = _projections(rows, centre)
     keys = (projected >= 0).astype(np.int64) @ weights + base
-    weakest = np.argsort(np.abs(projected), axis=1)[:, :FLIPS]
-    flipped = keys[:, None] ^ (np.int64(1) << weakest)
-    return sorted({int(code) for code in (*keys, *flipped.ravel())})
+    weakest = np.argsort(np.abs(projected), axis=2)[:, :, :FLIPS]
+    flipped = keys[:, :, None] ^ (np.int64(1) << weakest)
+    every = np.concatenate([keys, flipped.reshape(len(keys), -1)], axis=1)
+    return [sorted(set(row.tolist())) for row in every]
 
 
 def centre_of(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -121,4 +127,32 @@ def centre_of(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     import numpy as np
 
     out: npt.NDArray[np.float64] = np.asarray(rows, dtype=np.float64).mean(axis=0)
+    return out
+
+
+def bag_blob(text: str) -> bytes | None:
+    """Given a note's content, return its bag of words as kept in ``note_bags``: each slot of the hash
+    embedder's vector the text fills and its count, as little-endian 16-bit pairs in slot order (a text
+    of no word: slot 0 once, as the embedder gives it); None for a count past 16 bits (that note's
+    text is read instead)."""
+    counts: dict[int, int] = {}
+    for token in hash_tokens(text) or [""]:
+        slot = _BAGS._slot(token) if token else 0
+        counts[slot] = counts.get(slot, 0) + 1
+    if max(counts.values()) > 0xFFFF:
+        return None
+    return b"".join(slot.to_bytes(2, "little") + count.to_bytes(2, "little") for slot, count in sorted(counts.items()))
+
+
+def bag_rows(blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
+    """Given bags as :func:`bag_blob` keeps them, return them as the hash embedder's unit rows (n, dims)."""
+    import numpy as np
+
+    out = np.zeros((len(blobs), _BAGS.dims), dtype=np.float32)
+    if not blobs:
+        return out
+    pairs = np.frombuffer(b"".join(blobs), dtype="<u2").reshape(-1, 2)
+    rows = np.repeat(np.arange(len(blobs)), [len(blob) // 4 for blob in blobs])
+    out[rows, pairs[:, 0]] = pairs[:, 1]
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), np.float32(1e-12))
     return out

@@ -22,7 +22,7 @@ full-precision query with the stored vector, as the SQLite store computes them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -155,6 +155,31 @@ class PgVectorIndex:
             rows = conn.execute(sql, [vector, list(rowids), *params]).fetchall()
         found = [(int(rowid), float(dot)) for rowid, dot in rows if float(dot) >= threshold]
         return sorted(found, key=lambda item: -item[1])[:limit]
+
+    def near_among_many(self, queries: npt.NDArray[np.float32], candidates: Mapping[int, Sequence[int]],
+                        kinds: Mapping[int, str], threshold: float, as_of: float, require_consent: bool
+                        ) -> set[int]:  # fmt: skip
+        """Of the keys of ``candidates`` (rows of ``queries``), those for which :meth:`above_among` of
+        their own rowids and kind finds a row: one statement a kind (a many-note remember's fold)."""
+        near: set[int] = set()
+        for kind in sorted(set(kinds.values())):
+            asking = [at for at in candidates if kinds[at] == kind and candidates[at]]
+            every = sorted({rowid for at in asking for rowid in candidates[at]})
+            if not every:
+                continue
+            where, params = self.mask([kind], as_of, require_consent).where(self.scope)
+            with self.store.read() as conn:
+                rows = conn.execute(f"SELECT n.rowid, n.embedding FROM notes n WHERE n.rowid = ANY(?) AND {where}",
+                                    [every, *params]).fetchall()  # fmt: skip
+            if not rows:
+                continue
+            slot = {int(rowid): at for at, (rowid, _) in enumerate(rows)}
+            matrix = np.vstack([np.asarray(vector.to_numpy(), dtype=np.float32) for _, vector in rows])
+            for at in asking:
+                held = [slot[rowid] for rowid in candidates[at] if rowid in slot]
+                if held and float(np.max(matrix[held] @ queries[at])) >= threshold:
+                    near.add(at)
+        return near
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """The dot product of the query with each of those rows that has an embedding."""

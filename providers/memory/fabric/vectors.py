@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -311,6 +311,42 @@ class VectorIndex(Postings):
         # the reported cosine is a 1-D dot, exactly as :meth:`above` reports it
         found = [(int(self.rowids[slot]), float(self.matrix[slot] @ query)) for slot in slots]
         return sorted(((r, c) for r, c in found if c >= threshold), key=lambda item: -item[1])[:limit]
+
+    def near_among_many(self, queries: npt.NDArray[np.float32], candidates: Mapping[int, Sequence[int]],
+                        kinds: Mapping[int, str], threshold: float, as_of: float, require_consent: bool
+                        ) -> set[int]:  # fmt: skip
+        """Of the keys of ``candidates`` (rows of ``queries``), those for which :meth:`above_among` of
+        their own rowids and kind finds a row (a many-note remember's fold): the rows looked up and
+        masked all at once, each key's scored by its own query."""
+        asking = [at for at, rowids in candidates.items() if len(rowids)]
+        if not asking or self.size == 0:
+            return set()
+        every = np.concatenate([np.asarray(candidates[at], dtype=np.int64) for at in asking])
+        ends = np.cumsum([len(candidates[at]) for at in asking])
+        held = self.rowids[: self.size]
+        if self._ascending:
+            slots = np.minimum(np.searchsorted(held, every), self.size - 1)
+            slots[held[slots] != every] = -1
+        else:
+            slots = np.fromiter(map(self.slot_of_rowid.get, every.tolist(), itertools.repeat(-1)), np.int64,
+                                len(every))  # fmt: skip
+        ok = slots >= 0
+        owner = np.repeat(np.arange(len(asking)), np.diff(ends, prepend=0))
+        for kind in set(kinds[at] for at in asking):
+            of_kind = np.array([kinds[at] == kind for at in asking])[owner] & ok
+            ok[of_kind] = self._allowed(slots[of_kind], [kind], as_of, require_consent)
+        near: set[int] = set()
+        start = 0
+        for at, end in zip(asking, ends.tolist(), strict=True):
+            chosen = slots[start:end][ok[start:end]]
+            start = end
+            if not chosen.size:
+                continue
+            close = chosen[dots(self.matrix[chosen], queries[at]) >= threshold - _BOUND_SLACK]
+            # the cosine decided on as :meth:`above_among` reports it: a 1-D dot
+            if any(float(self.matrix[slot] @ queries[at]) >= threshold for slot in close.tolist()):
+                near.add(at)
+        return near
 
     def _slots(self, rowids: Sequence[int]) -> npt.NDArray[np.int64]:
         """The slots of those rowids this index holds (a dict lookup each costs ~1 µs at a million)."""

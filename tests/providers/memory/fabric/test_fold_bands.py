@@ -17,7 +17,7 @@ import pytest
 from afi.providers.memory import HashEmbedder, create_memory, create_memory_fabric
 from afi.providers.memory.fabric import band_rows, fold_bands
 from afi.providers.memory.fabric.fabric import MemoryFabric
-from afi.providers.memory.fabric.fold_bands import BANDS, bags, centre_of, codes, probes
+from afi.providers.memory.fabric.fold_bands import BANDS, bag_blob, bags, centre_of, codes, probes
 from afi.providers.memory.fabric.types import MemoryNote
 from tests.providers.memory.fabric.test_reembed import Projected
 
@@ -69,16 +69,19 @@ def _centre(fabric: MemoryFabric) -> Any:
     return np.frombuffer(bytes(found[0][0]), dtype=np.float64)
 
 
-def _expected_bands(fabric: MemoryFabric) -> set[tuple[int, int]]:
-    """(code, rowid) of every row of the scope as the bands of its content now."""
+def _expected_bands(fabric: MemoryFabric) -> set[tuple[Any, ...]]:
+    """(code, rowid) of every row of the scope as the bands of its content now, and (rowid, bag)."""
     centre = _centre(fabric)
     rows = _rows(fabric, "SELECT rowid, content FROM notes")
     found = codes(bags([text for _, text in rows]), centre)
-    return {(int(code), int(rowid)) for (rowid, _), row in zip(rows, found, strict=True) for code in row}
+    banded = {(int(code), int(rowid)) for (rowid, _), row in zip(rows, found, strict=True) for code in row}
+    return banded | {(int(rowid), bag_blob(text)) for rowid, text in rows}
 
 
-def _held_bands(fabric: MemoryFabric) -> set[tuple[int, int]]:
-    return {(int(code), int(rowid)) for code, rowid in _rows(fabric, "SELECT code, note_rowid FROM note_bands")}
+def _held_bands(fabric: MemoryFabric) -> set[tuple[Any, ...]]:
+    """What the store keeps: (code, rowid) of ``note_bands``, (rowid, bag) of ``note_bags``."""
+    banded = {(int(code), int(rowid)) for code, rowid in _rows(fabric, "SELECT code, note_rowid FROM note_bands")}
+    return banded | {(int(rowid), bytes(bag)) for rowid, bag in _rows(fabric, "SELECT note_rowid, bag FROM note_bags")}
 
 
 def test_a_query_probes_every_band_of_its_own_text() -> None:
@@ -98,8 +101,9 @@ def test_a_scope_is_banded_from_its_centre_rows_note_a_chunk_a_write(store_url: 
     assert _band_count(fabric) == 0 and store.band_backlog(scope) is None
     assert store.band_candidates(scope, "word1 word2") is None
     fabric.remember(kind="fact", content=_texts(1, 3)[0], consolidate=False)  # the CENTRE-th note
-    assert _band_count(fabric) == BACKFILL * BANDS  # the newest rows first, this one among them
-    assert store.band_backlog(scope) == CENTRE - BACKFILL
+    # its own bands, and a chunk of the rows held before it, the newest first
+    assert _band_count(fabric) == (1 + BACKFILL) * BANDS
+    assert store.band_backlog(scope) == CENTRE - 1 - BACKFILL
     assert store.band_candidates(scope, "word1 word2") is None  # not every row banded yet
     fabric.remember(kind="fact", content=_texts(1, 4)[0], consolidate=False)
     assert store.band_backlog(scope) == 0
@@ -173,7 +177,7 @@ def test_a_write_rolled_back_takes_its_centre_and_bands_with_it(store_url: str, 
     _facts(fabric, _texts(CENTRE - 1, 9))
     with pytest.raises(RuntimeError), store.write(scope):
         fabric.remember(kind="fact", content=_texts(1, 10)[0], consolidate=False)
-        assert store.band_backlog(scope) == CENTRE - BACKFILL
+        assert store.band_backlog(scope) == CENTRE - 1 - BACKFILL
         raise RuntimeError("rolled back")
     assert _rows(fabric, "SELECT COUNT(*) FROM note_band_centres") == [(0,)] and _band_count(fabric) == 0
     fabric.remember(kind="fact", content=_texts(1, 11)[0], consolidate=False)
@@ -204,11 +208,10 @@ def test_catch_up_bands_every_row_left_and_the_switch_turns_the_bands_off(store_
     store, scope = fabric.memory.store, fabric.memory.scope
     _facts(fabric, _texts(CENTRE - 1, 15))
     assert store.catch_up_bands(scope) == 0 and store.band_backlog(scope) is None  # too few notes for a centre
-    # the batch's first note gives the scope its centre and one chunk of the rows then held; the rest of
-    # the batch is banded note by note
+    # the batch gives the scope its centre, its own bands and one chunk of the rows held before it
     _facts(fabric, _texts(100, 16))
-    assert store.band_backlog(scope) == CENTRE - BACKFILL
-    assert store.catch_up_bands(scope) == CENTRE - BACKFILL
+    assert store.band_backlog(scope) == CENTRE - 1 - BACKFILL
+    assert store.catch_up_bands(scope) == CENTRE - 1 - BACKFILL
     assert store.band_backlog(scope) == 0 and store.catch_up_bands(scope) == 0
     assert _held_bands(fabric) == _expected_bands(fabric)
     text = _texts(1, 16)[0]
@@ -247,3 +250,31 @@ def test_a_crowded_key_or_a_text_of_no_word_is_searched_without_the_bands(
     monkeypatch.setattr(band_rows, "MAX_CANDIDATES", 10)
     assert store.band_candidates(scope, "the same words again") is None
     assert store.band_candidates(scope, _texts(1, 18)[0]) is not None
+
+
+def test_a_sentence_embedders_fold_reads_the_texts_of_only_the_candidates_its_kept_bags_bring_near(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fabric = _fabric(store_url, Projected())
+    store, scope = fabric.memory.store, fabric.memory.scope
+    notes = _facts(fabric, _texts(200, 21))
+    store.catch_up_bands(scope)
+    read: list[int] = []
+    real = store.columns_by_rowid
+
+    def recorded(scope: Any, rowids: Any, columns: Any) -> Any:
+        read.extend(rowids)
+        return real(scope, rowids, columns)
+
+    monkeypatch.setattr(store, "columns_by_rowid", recorded)
+    edited = notes[5].content.replace(notes[5].content.split()[0], "zebra", 1)
+    assert store.band_candidates(scope, edited) is not None
+    assert fabric.remember(kind="fact", content=edited).supersedes == notes[5].id
+    rowid_of = {str(note_id): int(rowid) for rowid, note_id in _rows(fabric, "SELECT rowid, id FROM notes")}
+    assert rowid_of[notes[5].id] in read and len(set(read)) <= 3, read  # the candidates' texts: not read
+    # a kept bag is what the fold goes by: one made to say another text keeps its note out of the fold
+    with store.write(scope) as conn:
+        conn.execute("UPDATE note_bags SET bag = ? WHERE note_rowid = ?",
+                     (bag_blob("nothing like it at all"), rowid_of[notes[7].id]))  # fmt: skip
+    edited = notes[7].content.replace(notes[7].content.split()[0], "zebra", 1)
+    assert fabric.remember(kind="fact", content=edited).supersedes is None
