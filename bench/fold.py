@@ -13,7 +13,12 @@ and with the bands; on PostgreSQL, the **HNSW** graph and the bands:
   go through the fold search: how many copies find their original, how many new notes find anything,
   and the search's p50;
 - 300 new notes are remembered with consolidation, each its own transaction (p50 and notes a second),
-  then 2,000 more by ``remember_many``, 500 a batch (notes a second).
+  then 2,000 more by ``remember_many``, 500 a batch (notes a second), and 2,000 more with each note of
+  a batch searched on its own, one after the other (the batch before its searches went together).
+
+A sentence embedder's store is measured on this store's rows: its fold reads the words (bags of words
+kept with the bands, or made from the texts), and the vectors it makes after each write are recall's
+alone, so its searches and its writes are those of this store folding by its words.
 """
 
 from __future__ import annotations
@@ -52,9 +57,9 @@ def _edited(text: str, rng: random.Random) -> str:
 
 
 def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: list[str], *,
-          words: bool = False, singles: int = 0) -> dict[str, Any]:  # fmt: skip
-    """The fold's measures in the fabric's present mode (``words``: the search a store of a sentence
-    embedder makes, by the bags of words, on this store)."""
+          graded: list[tuple[str, str, str]], words: bool = False, singles: int = 0) -> dict[str, Any]:  # fmt: skip
+    """The fold's measures in the fabric's present mode (``words``: the search and the writes of a store of
+    a sentence embedder, by the bags of words, on this store's rows)."""
     from afi.providers.memory.fabric.consolidate import _by_words, fold_candidates
     from afi.providers.memory.fabric.store import iso_now
 
@@ -84,23 +89,92 @@ def _mode(fabric: Any, copies: list[tuple[str, str]], new: list[str], fresh: lis
         "new_notes_folded": new_folded,
         "fold_search_p50_ms": round(percentile(samples, 50), 3),
     }
-    if words:  # the writes are those of a store of the hash embedder: measured in its own rows
-        return out
+    found: dict[str, list[int]] = {bucket: [0, 0] for bucket in GRADES}
+    for text, original, bucket in graded:
+        found[bucket][0] += nearest(text) == original
+        found[bucket][1] += 1
+    out["graded_copies_found"] = {bucket: f"{hit}/{tried}" for bucket, (hit, tried) in found.items()}
+    with _as_sentence_store(fabric) if words else contextlib.nullcontext():
+        return {**out, **_writes(fabric, fresh, singles)}
+
+
+def _writes(fabric: Any, fresh: list[str], singles: int) -> dict[str, Any]:
+    """Single remembers (p50, notes a second), then half the rest by ``remember_many`` as it is and half
+    with each note of a batch searched on its own (the batch before its searches were made together)."""
     times: list[float] = []
     for text in fresh[:singles]:
         started = time.perf_counter()
         fabric.remember(kind="fact", content=text)
         times.append((time.perf_counter() - started) * 1000)
-    started = time.perf_counter()
-    for at in range(singles, len(fresh), BATCH):
-        fabric.remember_many([{"kind": "fact", "content": text} for text in fresh[at : at + BATCH]])
-    batched = len(fresh) - singles
+    half = singles + (len(fresh) - singles) // 2
+    rates = {}
+    for key, together, batch in (("remember_many_per_s", True, fresh[singles:half]),
+                                 ("remember_many_one_by_one_per_s", False, fresh[half:])):  # fmt: skip
+        fabric.fold_together = together
+        started = time.perf_counter()
+        for at in range(0, len(batch), BATCH):
+            fabric.remember_many([{"kind": "fact", "content": text} for text in batch[at : at + BATCH]])
+        rates[key] = round(len(batch) / (time.perf_counter() - started), 1)
+    fabric.fold_together = True
     return {
-        **out,
         "remember_p50_ms": round(percentile(times, 50), 2),
         "remember_per_s": round(len(times) / (sum(times) / 1000), 1),
-        "remember_many_per_s": round(batched / (time.perf_counter() - started), 1),
+        **rates,
     }
+
+
+@contextlib.contextmanager
+def _as_sentence_store(fabric: Any) -> Any:
+    """Writes go as in a store of a sentence embedder, on this store of the hash embedder: the fold reads
+    the bags of words (kept with the bands, or made from the texts), and each note is committed without
+    its vector, which a thread makes after the write (decision 0023; the hash embedder's, made in
+    microseconds, where a sentence model would take milliseconds of the machine meanwhile). On leaving,
+    the vectors still to make are made and the thread stopped."""
+    from afi.providers.memory.fabric import batch_fold, consolidate
+    from afi.providers.memory.fabric import memory as memory_module
+
+    modules = (consolidate, batch_fold, memory_module)
+    saved = [module.bags_of_words for module in modules]
+    for module in modules:
+        module.bags_of_words = lambda embedder: False  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, saved, strict=True):
+            module.bags_of_words = original  # type: ignore[attr-defined]
+        trailing, fabric.memory._trailing = fabric.memory._trailing, None
+        if trailing is not None:
+            trailing.close()  # makes the vectors this process's writes left to make
+
+
+def _cell(value: Any) -> Any:
+    return " · ".join(f"{key}: {found}" for key, found in value.items()) if isinstance(value, dict) else value
+
+
+# near-duplicates by how near: the cosine of their bags of words to the original's
+GRADES = ("0.85-0.88", "0.88-0.92", "0.92-1")
+
+
+def _graded(originals: list[str], ids: dict[str, str], rng: random.Random,
+            threshold: float) -> list[tuple[str, str, str]]:  # fmt: skip
+    """Copies of the originals edited 2 to 6 times over, kept when at the fold's threshold or above, each
+    with its original's id and its grade (the near-duplicates a single edit leaves are all near 1)."""
+    from afi.providers.memory import HashEmbedder
+
+    edited = []
+    for text in originals:
+        copy = text
+        for _ in range(rng.randrange(2, 7)):
+            copy = _edited(copy, rng)
+        edited.append(copy)
+    bags = HashEmbedder()
+    cosines = (bags.embed(edited) * bags.embed(originals)).sum(axis=1)
+    out = []
+    for copy, text, cosine in zip(edited, originals, cosines.tolist(), strict=True):
+        if cosine >= threshold:
+            grade = next(g for g in reversed(GRADES) if cosine >= float(g.split("-")[0]))
+            out.append((copy, ids[text], grade))
+    return out
 
 
 def _set_mode(fabric: Any, *, bands: bool, exact_rows: int | None = None) -> None:
@@ -139,9 +213,10 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
         rng = random.Random(11)
         originals = [text for text in rng.sample(corpus, probes) if text in ids]
         copies = [(_edited(text, rng), ids[text]) for text in originals]
+        graded = _graded(originals, ids, rng, fabric.settings.threshold)
         new = texts(probes, seed=123 + n)
         singles, batches = (60, 1) if quick else (300, 4)
-        fresh = [texts(singles + BATCH * batches, seed=seed + n) for seed in (5, 6, 7, 8, 9)]
+        fresh = [texts(singles + 2 * BATCH * batches, seed=seed + n) for seed in range(5, 13)]
         catch_up = {"sqlite": _catch_up(fabric)}
         rows = []
         for name, mode, notes_written in (
@@ -150,17 +225,19 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
             ("sqlite: bands", {"bands": True}, fresh[2]),
         ):
             _set_mode(fabric, **mode)  # type: ignore[arg-type]
-            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, singles=singles)})
-        for name, bands in (("sqlite: words, as a sentence embedder's store", False),
-                            ("sqlite: bands of words, as a sentence embedder's store", True)):  # fmt: skip
+            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, graded=graded, singles=singles)})
+        for name, bands, notes_written in (("sqlite: words, as a sentence embedder's store", False, fresh[3]),
+                                           ("sqlite: bands of words, as a sentence embedder's store", True,
+                                            fresh[4])):  # fmt: skip
             _set_mode(fabric, bands=bands)
-            rows.append({"fold": name, **_mode(fabric, copies, new, [], words=True)})
+            rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, graded=graded, words=True,
+                                               singles=singles)})  # fmt: skip
         fabric.memory.store.close()
-        pg_rows, catch_up["postgresql"] = _postgres(db, copies, new, fresh[3:], singles)
+        pg_rows, catch_up["postgresql"] = _postgres(db, copies, new, graded, fresh[5:], singles)
         rows += pg_rows
     columns = sorted({column for row in rows for column in row}, key=lambda c: (c != "fold", list(COLUMNS).index(c)))
     print_table(f"fold search at {n:,} notes ({len(copies)} edited copies, {len(new)} new notes)", columns,
-                [[row.get(c, "") for c in columns] for row in rows])  # fmt: skip
+                [[_cell(row.get(c, "")) for c in columns] for row in rows])  # fmt: skip
     for engine, done in catch_up.items():
         print(f"{engine}: {done['rows']:,} rows of the base banded in {done['s']} s")
     by = {row["fold"]: row for row in rows}
@@ -171,8 +248,8 @@ def run(*, quick: bool = False, notes: int | None = None, store: Path | None = N
     return payload
 
 
-COLUMNS = ("fold", "edited_copies_found", "new_notes_folded", "fold_search_p50_ms", "remember_p50_ms",
-           "remember_per_s", "remember_many_per_s")  # fmt: skip
+COLUMNS = ("fold", "edited_copies_found", "graded_copies_found", "new_notes_folded", "fold_search_p50_ms",
+           "remember_p50_ms", "remember_per_s", "remember_many_per_s", "remember_many_one_by_one_per_s")  # fmt: skip
 BATCH = 500
 
 
@@ -194,6 +271,13 @@ def _comparisons(by: dict[str, dict[str, Any]], n: int, copies: int) -> list[dic
                     f" (of {copies})" if "copies" in metric else ""
                 )
                 out.append(comparison(label, unit, better, ours=(bands, ours[metric]), baseline=(before, base[metric])))
+    for name in ("sqlite: bands", "sqlite: bands of words, as a sentence embedder's store", "postgresql: bands",
+                 "postgresql: bands of words, as a sentence embedder's store"):  # fmt: skip
+        row = by[name]
+        out.append(comparison(f"remember_many, {name}, the batch's folds searched together beside one by one, "
+                              f"{n:,} notes", "notes/s", "higher",
+                              ours=("together", row["remember_many_per_s"]),
+                              baseline=("one by one", row["remember_many_one_by_one_per_s"])))  # fmt: skip
     return out
 
 
@@ -218,8 +302,8 @@ def _build(store: Path, n: int) -> None:
     partial.replace(store)
 
 
-def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: list[list[str]],
-              singles: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], graded: list[tuple[str, str, str]],
+              fresh: list[list[str]], singles: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
     """The same measures over the store copied into PostgreSQL (set as ``bench.engines`` sets it), by its
     HNSW graph and by the bands; and the seconds its bands took to catch up."""
     from afi.app.dbcopy import CopyPlan, copy_store
@@ -237,10 +321,14 @@ def _postgres(db: Path, copies: list[tuple[str, str]], new: list[str], fresh: li
         try:
             catch_up = _catch_up(fabric)
             rows = []
-            for name, bands, notes_written in (("postgresql: HNSW", False, fresh[0]),
-                                               ("postgresql: bands", True, fresh[1])):  # fmt: skip
+            for name, bands, words, notes_written in (
+                ("postgresql: HNSW", False, False, fresh[0]),
+                ("postgresql: bands", True, False, fresh[1]),
+                ("postgresql: bands of words, as a sentence embedder's store", True, True, fresh[2]),
+            ):
                 _set_mode(fabric, bands=bands)
-                rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, singles=singles)})
+                rows.append({"fold": name, **_mode(fabric, copies, new, notes_written, graded=graded, words=words,
+                                                   singles=singles)})  # fmt: skip
             return rows, catch_up
         finally:
             fabric.memory.store.close()

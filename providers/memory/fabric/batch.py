@@ -115,7 +115,7 @@ def remember_many(fabric: MemoryFabric, notes: Any) -> list[MemoryNote]:
     embeddings: Sequence[Any] = [LATER] * len(texts) if trailing else list(memory.embedder.embed(texts))
     out: list[MemoryNote] = []
     with memory.store.write(memory.scope):
-        plain = plain_items(fabric, pending, embeddings)
+        plain = plain_items(fabric, pending, embeddings) if fabric.fold_together else set()
         queued: list[int] = []
         for index, (waiting, embedding) in enumerate(zip(pending, embeddings, strict=True)):
             if index in plain:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .consolidate import _current, bag_survivors, fold_candidates
+from .consolidate import _FOLD_COLUMNS, _current, bag_survivors, fold_candidates
 from .embedders import HashEmbedder, bags_of_words
 from .fold_bands import MIN_THRESHOLD
 from .rows import iso_to_epoch
@@ -128,8 +128,7 @@ def _near_stored_by_words(fabric: MemoryFabric, pending: Sequence[Pending], bags
     columns: dict[int, tuple[Any, ...]] = {}
     for start in range(0, len(every), _ROWIDS_A_STATEMENT):
         chunk = every[start : start + _ROWIDS_A_STATEMENT]
-        columns.update(memory.store.columns_by_rowid(memory.scope, chunk, ("content", "kind", "status",
-                                                                            "valid_from", "valid_to")))  # fmt: skip
+        columns.update(memory.store.columns_by_rowid(memory.scope, chunk, _FOLD_COLUMNS))
     held = [rowid for rowid in every if rowid in columns]
     if not held:
         return set()

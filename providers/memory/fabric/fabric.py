@@ -48,6 +48,8 @@ class MemoryFabric(NoteReads):
         self.observational = observational
         self._gate: dict[str, Any] = {}
         self._gate_lock = threading.Lock()
+        # False: a batch searches each note's fold on its own, one after the other (bench.fold's baseline)
+        self.fold_together = True
 
     # -- remember ------------------------------------------------------------------------
 

@@ -278,3 +278,41 @@ def test_a_sentence_embedders_fold_reads_the_texts_of_only_the_candidates_its_ke
                      (bag_blob("nothing like it at all"), rowid_of[notes[7].id]))  # fmt: skip
     edited = notes[7].content.replace(notes[7].content.split()[0], "zebra", 1)
     assert fabric.remember(kind="fact", content=edited).supersedes is None
+
+
+def test_a_store_banded_before_step_19_bands_again_as_it_is_written_and_gains_its_bags(
+    store_url: str, embedder: Any
+) -> None:
+    import psycopg
+    import sqlite_utils
+
+    from afi.storage import lite_steps, pg_steps
+    from afi.storage.database import is_postgres_url
+
+    fabric = _fabric(store_url, embedder)
+    store, scope = fabric.memory.store, fabric.memory.scope
+    _facts(fabric, _texts(90, 22))
+    store.catch_up_bands(scope)
+    bands = _band_count(fabric)
+    fabric.memory.close()
+    if is_postgres_url(store_url):  # as step 18 left a store: bands, no bags; then step 19 as it runs
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("DROP TABLE note_bags")
+            pg_steps.fold_bags(conn)
+    else:
+        db = sqlite_utils.Database(store_url)
+        db.execute("DROP TABLE note_bags")
+        lite_steps.fold_bags(db)
+        db.conn.commit()
+        db.close()
+    reopened = _fabric(store_url, embedder)
+    store = reopened.memory.store
+    assert store.band_backlog(scope) == 90 and _band_count(reopened) == bands
+    assert store.band_candidates(scope, _texts(1, 22)[0]) is None  # not whole again yet: searched as before
+    writes = 0
+    while store.band_backlog(scope) != 0:
+        reopened.remember(kind="fact", content=_texts(1, 200 + writes)[0], consolidate=False)
+        writes += 1
+    assert writes == -(-90 // BACKFILL)
+    assert _held_bands(reopened) == _expected_bands(reopened)  # the bands kept, every bag made
+    reopened.memory.close()
