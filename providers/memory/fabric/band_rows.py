@@ -42,8 +42,11 @@ __all__ = ["BACKFILL_ROWS", "MAX_CANDIDATES", "BandRows", "unband_rows"]
 BACKFILL_ROWS = 500
 # more candidates than this from the bands (many notes of nearly one text), and the fold searches without them
 MAX_CANDIDATES = 4_096
-# probe codes a lookup statement (within SQLite's 32,766 parameters)
-_CODES_A_STATEMENT = 30_000
+# probe codes a lookup statement: PostgreSQL reads a batch's 24,000 codes 4x faster in chunks of 2,000
+# than in one list (1M notes: 0.34 against 1.44 s, the same index-only plan); SQLite is indifferent
+_CODES_A_STATEMENT = 2_000
+# rowids a statement reads bags of (within SQLite's 32,766 parameters)
+_ROWIDS_A_STATEMENT = 30_000
 _PUT_BAG = (
     "INSERT INTO note_bags (note_rowid, bag) VALUES (?, ?) ON CONFLICT (note_rowid) DO UPDATE SET bag = excluded.bag"
 )
@@ -160,8 +163,8 @@ class BandRows:
         """The kept bags of words (:func:`~.fold_bands.bag_blob`) of those rowids that have one."""
         out: dict[int, bytes] = {}
         with self.read() as conn:
-            for start in range(0, len(rowids), _CODES_A_STATEMENT):
-                chunk = rowids[start : start + _CODES_A_STATEMENT]
+            for start in range(0, len(rowids), _ROWIDS_A_STATEMENT):
+                chunk = rowids[start : start + _ROWIDS_A_STATEMENT]
                 sql = f"SELECT note_rowid, bag FROM note_bags WHERE note_rowid IN ({', '.join('?' * len(chunk))})"
                 out.update((int(rowid), bytes(bag)) for rowid, bag in conn.execute(sql, tuple(chunk)).fetchall())
         return out
