@@ -321,15 +321,8 @@ class VectorIndex(Postings):
         asking = [at for at, rowids in candidates.items() if len(rowids)]
         if not asking or self.size == 0:
             return set()
-        every = np.concatenate([np.asarray(candidates[at], dtype=np.int64) for at in asking])
         ends = np.cumsum([len(candidates[at]) for at in asking])
-        held = self.rowids[: self.size]
-        if self._ascending:
-            slots = np.minimum(np.searchsorted(held, every), self.size - 1)
-            slots[held[slots] != every] = -1
-        else:
-            slots = np.fromiter(map(self.slot_of_rowid.get, every.tolist(), itertools.repeat(-1)), np.int64,
-                                len(every))  # fmt: skip
+        slots = self._slot_of_each(np.concatenate([np.asarray(candidates[at], dtype=np.int64) for at in asking]))
         ok = slots >= 0
         owner = np.repeat(np.arange(len(asking)), np.diff(ends, prepend=0))
         for kind in set(kinds[at] for at in asking):
@@ -349,14 +342,22 @@ class VectorIndex(Postings):
         return near
 
     def _slots(self, rowids: Sequence[int]) -> npt.NDArray[np.int64]:
-        """The slots of those rowids this index holds (a dict lookup each costs ~1 µs at a million)."""
+        """The slots of those rowids this index holds."""
+        wanted = np.asarray(rowids, dtype=np.int64)
+        if self._ascending:
+            wanted = np.sort(wanted)  # in order, the searches share cache lines
+        slots = self._slot_of_each(wanted)
+        return slots[slots >= 0]
+
+    def _slot_of_each(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Each rowid's slot, -1 for one this index does not hold (rows in rowid order are searched, else
+        a dict lookup each, ~1 µs at a million)."""
         if not self._ascending or self.size == 0:
-            slots = np.fromiter(map(self.slot_of_rowid.get, rowids, itertools.repeat(-1)), np.int64, len(rowids))
-            return slots[slots >= 0]
-        wanted = np.sort(np.asarray(rowids, dtype=np.int64))  # in order, the searches share cache lines
+            return np.fromiter(map(self.slot_of_rowid.get, rowids.tolist(), itertools.repeat(-1)), np.int64,
+                               len(rowids))  # fmt: skip
         held = self.rowids[: self.size]
-        at = np.minimum(np.searchsorted(held, wanted), self.size - 1)
-        found: npt.NDArray[np.int64] = at[held[at] == wanted].astype(np.int64)
+        at = np.minimum(np.searchsorted(held, rowids), self.size - 1)
+        found: npt.NDArray[np.int64] = np.where(held[at] == rowids, at, -1).astype(np.int64)
         return found
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
