@@ -162,7 +162,8 @@ class PgVectorIndex:
                         kinds: Mapping[int, str], threshold: float, as_of: float, require_consent: bool
                         ) -> set[int]:  # fmt: skip
         """Of the keys of ``candidates`` (rows of ``queries``), those for which :meth:`above_among` of
-        their own rowids and kind finds a row: one statement a kind (a many-note remember's fold)."""
+        their own rowids and kind finds a row: the candidates' vectors read a kind at a time, 2,000 rowids a
+        statement (a many-note remember's fold)."""
         near: set[int] = set()
         for kind in sorted(set(kinds.values())):
             asking = [at for at in candidates if kinds[at] == kind and candidates[at]]
