@@ -9,6 +9,7 @@ opens the store, with :meth:`Engine.choose`. :mod:`.sqlite_engine` and :mod:`.pg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -40,6 +41,11 @@ class Engine(Protocol):
     # SQLite's unary ``+`` before a column keeps the planner on the rowid, not the scope's index, when
     # rows are looked up by rowid ("" on PostgreSQL, whose planner needs no hint and has no unary + on text)
     rowid_hint: str
+
+    def among(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """The condition that ``column`` is one of ``values``, and its parameters (SQLite: a list of
+        placeholders; PostgreSQL: ``= ANY`` of one array, which it parses and plans faster)."""
+        ...
 
     def applied_steps(self, conn: Any) -> list[Applied]:
         """The migration steps the store records, in order (``conn``: one of its connections)."""

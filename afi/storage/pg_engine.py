@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import psycopg
@@ -27,6 +28,9 @@ class PostgresEngine:
     note_keeps_front = True
     note_rendering = RENDERED_SQL
     note_rendering_bytes = f"octet_length({RENDERED_SQL})"
+
+    def among(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(values)]
 
     def applied_steps(self, conn: Any) -> list[Applied]:
         from .postgres_schema import applied_pg_steps

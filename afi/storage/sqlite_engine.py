@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from .migrations import Applied, applied_steps
@@ -23,6 +24,9 @@ class SqliteEngine:
     note_keeps_front = False
     note_rendering = "rendered"
     note_rendering_bytes = "length(CAST(rendered AS BLOB))"
+
+    def among(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
 
     def applied_steps(self, conn: Any) -> list[Applied]:
         return applied_steps(conn)

@@ -116,6 +116,9 @@ def _open(path: Path, tokenizer: WordPiece) -> _Model:
     options = ort.SessionOptions()
     options.intra_op_num_threads = min(2, os.cpu_count() or 1)  # a server shares its cores with its requests
     options.inter_op_num_threads = 1
+    # the runtime's threads sleep when a run ends: spinning, they burnt 2 cores for ~15 ms after each
+    # query's embedding, time the database and the other requests then did not get
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # errors only: no optimiser notes on a user's terminal
     # No arena: what a batch needed is freed after it (then given back, see embed), where the arena would
     # keep the largest batch's memory for good (+95 MB after 64 long LoCoMo turns, at no gain in speed).

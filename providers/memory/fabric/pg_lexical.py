@@ -187,7 +187,7 @@ def pg_bm25_rowids(
         for value in (weight, _tsquery([lexeme]), scope.tenant_id, scope.resource_id, scope.thread_id, *params)
     ]
     # each branch reads its lexeme's notes from the index; parallel workers only slowed these small reads
-    with conn.raw.transaction():
+    with conn.raw.pipeline(), conn.raw.transaction():  # the setting, the ranking and the commit in one round trip
         conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        rows = conn.execute(sql, (*per_lexeme, max(average, 1.0), limit)).fetchall()
-    return [int(row[0]) for row in rows]
+        cursor = conn.execute(sql, (*per_lexeme, max(average, 1.0), limit))
+    return [int(row[0]) for row in cursor.fetchall()]

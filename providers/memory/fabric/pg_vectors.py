@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import SparseVector
 
+from afi.storage.postgres import HNSW_SEARCH_EFFORT
+
 from .types import Scope
 
 if TYPE_CHECKING:
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["PgMask", "PgVectorIndex"]
 
 _HIDDEN = "afi_consent_state(n.consent)"
-SEARCH_EFFORT = 64  # HNSW candidates a recall reads (pgvector's default is 40)
+SEARCH_EFFORT = HNSW_SEARCH_EFFORT  # HNSW candidates a recall reads: every pooled connection's setting
 # A note to fold into is a near-duplicate (cosine 0.85 or more): the nearest few candidates hold it
 FOLD_EFFORT = 40
 # The sparse graph (m 12: afi.storage.pg_vector_form) needs a longer candidate list for the same
@@ -91,6 +93,8 @@ class PgVectorIndex:
         self.form = store.vector_form
         self.lock = contextlib.nullcontext()  # the database orders concurrent recalls itself
 
+    in_database = True  # the mask is SQL: recall asks the database for both rankings, filtered
+
     def refresh(self) -> None:
         """Nothing to bring up to date (every query reads the database as it is) but the embedder: raises
         MemoryValidationError when the store's vectors were moved to another one meanwhile."""
@@ -128,15 +132,27 @@ class PgVectorIndex:
             f"SELECT n.rowid, -({self._vector()} <#> ?::{cast}) FROM notes n WHERE {where} "
             f"ORDER BY n.embedding::{indexed} <=> ?::{indexed} LIMIT ?"
         )
+        effort = max(effort, limit)
+        if effort == SEARCH_EFFORT:  # the connection's own setting: one statement, no transaction
+            with self.store.read() as conn:
+                rows = conn.execute(sql, [vector, *params, vector, limit]).fetchall()
+            return sorted(((int(rowid), float(dot)) for rowid, dot in rows), key=lambda item: -item[1])
         with self.store.write() as conn:  # a transaction, so the setting ends with it (or is set back)
             with conn.raw.pipeline():  # type: ignore[attr-defined]  # the three statements in one round trip
-                conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(max(effort, limit)),))
+                conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(effort),))
                 cursor = conn.execute(sql, [vector, *params, vector, limit])
                 conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(SEARCH_EFFORT),))
             rows = cursor.fetchall()
         found = [(int(rowid), float(dot)) for rowid, dot in rows]
         found.sort(key=lambda item: -item[1])  # an iterative scan's order is relaxed
         return found
+
+    def words(self, terms: list[str], mask: PgMask, limit: int) -> list[int]:
+        """The best ``limit`` rowids by BM25 of the rows holding any of the terms that the mask lets
+        through (with or without their vector), in one statement."""
+        where, params = mask.where(self.scope, vectors=False)
+        with self.store.read() as conn:
+            return self.store.notes.lexical(conn, self.scope, terms, valid=where, params=params, limit=limit)
 
     def above(self, query: npt.NDArray[np.float32], threshold: float, kinds: Sequence[str], as_of: float,
               require_consent: bool, *, limit: int = 32) -> list[tuple[int, float]]:  # fmt: skip

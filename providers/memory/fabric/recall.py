@@ -9,12 +9,13 @@ weighted reciprocal rank, then moved by the time the query names and by adjacent
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .beside import beside
 from .errors import MemoryValidationError
 from .fields import canonical_time
 from .lexical import query_terms
@@ -22,6 +23,10 @@ from .memory import HARD_TOP_K_CAP, FusionSettings, Memory
 from .rows import iso_to_epoch
 from .signals import Lifted, Parts, lifted
 from .types import NOTE_KINDS, ExplainRow, MemoryNote, RecallHit, RecallResult
+
+if TYPE_CHECKING:
+    from .pg_vectors import PgVectorIndex
+    from .vectors import VectorIndex
 
 __all__ = [
     "DEFAULT_RECALL_KINDS",
@@ -37,6 +42,8 @@ __all__ = [
 ]
 
 RECALL_OVERSAMPLE = 4
+# the BM25 ranking's rowids, the vector search's (rowid, dot), the mask that filtered both, the query's vector
+Asked = tuple[list[int], list[tuple[int, float]], Any, Any]
 # the BM25 side reads this many times its window of best matches before filtering them
 LEXICAL_OVERSAMPLE = 4
 DEFAULT_RECALL_KINDS = ("fact", "file")
@@ -163,36 +170,29 @@ def recall_candidates(
     if not stored or limit <= 0:
         return []
     as_of_epoch = iso_to_epoch(as_of, 0.0)
-    qvec = memory.embedder.embed([query])[0]
     window = max(fusion.window, limit)
-    terms: list[str] = []
-    if fusion.mode != "vector":
-        terms = memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings)
     depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
-    reach: int | None = window * LEXICAL_OVERSAMPLE
-    ranked: list[int] = []
     index = memory.index
-    while True:
-        if terms:
-            ranked = memory.store.rank_lexical(memory.scope, terms, limit=reach)
-        with index.lock:
-            index.refresh()
-            mask: Any = index.mask(stored, as_of_epoch, memory.require_consent)  # each engine its own
-            passing = index.allowed_among(ranked, mask)
-            lexical = list(islice((rowid for rowid in ranked if rowid in passing), window))
-            if reach is not None and len(lexical) < window and len(ranked) == reach:
-                reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
-                continue
-            vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-            signals = lifted(memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion)
-            fused = signals.ranked[:depth]
-            cosines = index.cosine(qvec, [rowid for rowid, _ in fused])
-        break
+    asked = (query, stored, as_of_epoch, window, fusion)
+    if index.in_database:
+        lexical, vector, mask, qvec = _asked_of_database(memory, cast("PgVectorIndex", index), *asked)
+    else:
+        lexical, vector, mask, qvec = _asked_in_process(memory, cast("VectorIndex", index), *asked)
+    with index.lock:
+        signals = lifted(memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion)
+        fused = signals.ranked[:depth]
+        rowids = [rowid for rowid, _ in fused]
+        if index.in_database:  # the dot products read beside the notes
+            cosines_soon = beside(lambda: index.cosine(qvec, rowids), here=memory.store.database.in_transaction())
+        else:
+            cosines_now = index.cosine(qvec, rowids)
+            cosines_soon = lambda: cosines_now  # noqa: E731
     if not fused:
         return []
     if scoring is not None:
-        return _scored(memory, fused, cosines, scoring, limit, signals)
-    by_rowid = memory.store.notes_by_rowid(memory.scope, [rowid for rowid, _ in fused])
+        return _scored(memory, fused, cosines_soon, scoring, limit, signals)
+    by_rowid = memory.store.notes_by_rowid(memory.scope, rowids)
+    cosines = cosines_soon()
     out: list[Candidate] = []
     for rowid, relevance in fused:
         note = by_rowid.get(rowid)
@@ -201,10 +201,60 @@ def recall_candidates(
     return out[:limit]
 
 
+def _terms(memory: Memory, query: str, fusion: FusionSettings) -> list[str]:
+    """The query's terms BM25 ranks by (none when the fusion reads vectors only)."""
+    if fusion.mode == "vector":
+        return []
+    return memory.store.select_terms(query_terms(query), max_postings=fusion.max_postings)
+
+
+def _asked_in_process(memory: Memory, index: VectorIndex, query: str, stored: list[str], as_of: float,
+                      window: int, fusion: FusionSettings) -> Asked:  # fmt: skip
+    """The two rankings from this process's matrix and SQLite's FTS5: the BM25 ranking read before the
+    index's lock is taken, filtered by the index's mask inside it (every match read when the mask drops
+    too many of the best)."""
+    qvec = memory.embedder.embed([query])[0]
+    terms = _terms(memory, query, fusion)
+    reach: int | None = window * LEXICAL_OVERSAMPLE
+    ranked: list[int] = []
+    while True:
+        if terms:
+            ranked = memory.store.rank_lexical(memory.scope, terms, limit=reach)
+        with index.lock:
+            index.refresh()
+            mask = index.mask(stored, as_of, memory.require_consent)
+            passing = index.allowed_among(ranked, mask)
+            lexical = list(islice((rowid for rowid in ranked if rowid in passing), window))
+            if reach is not None and len(lexical) < window and len(ranked) == reach:
+                reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
+                continue
+            vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
+        return lexical, vector, mask, qvec
+
+
+def _asked_of_database(memory: Memory, index: PgVectorIndex, query: str, stored: list[str], as_of: float,
+                       window: int, fusion: FusionSettings) -> Asked:  # fmt: skip
+    """The two rankings from PostgreSQL, each filtered by the mask in its own statement. A worker
+    thread embeds the query and asks the HNSW graph on a second connection while this thread chooses
+    the terms and waits for the BM25 ranking: the model, the process and the server work at once."""
+    mask = index.mask(stored, as_of, memory.require_consent)
+
+    def vector_side() -> tuple[Any, list[tuple[int, float]]]:
+        qvec = memory.embedder.embed([query])[0]
+        return qvec, index.top(qvec, mask, window) if fusion.mode != "lexical" else []
+
+    vector_soon = beside(vector_side, here=memory.store.database.in_transaction())
+    index.refresh()  # raises when the store's vectors moved to another embedder: nothing found is used
+    terms = _terms(memory, query, fusion)
+    lexical = index.words(terms, mask, window) if terms else []
+    qvec, vector = vector_soon()
+    return lexical, vector, mask, qvec
+
+
 def _scored(
     memory: Memory,
     fused: list[tuple[int, float]],
-    cosines: dict[int, float],
+    cosines_soon: Callable[[], dict[int, float]],
     scoring: Scoring,
     limit: int,
     signals: Lifted,
@@ -213,6 +263,7 @@ def _scored(
     needs, then load the best ``limit`` notes whole (a row deleted meanwhile gives way to the next)."""
     scope = memory.scope
     columns = memory.store.columns_by_rowid(scope, [rowid for rowid, _ in fused], ("created_at", "importance"))
+    cosines = cosines_soon()
     now = datetime.now(UTC).timestamp()
     ranked: list[tuple[float, int, float, float, float]] = []
     for rowid, relevance in fused:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .adjacency import adjacent_rowids, lift
+from .beside import beside
 from .dates import query_window
 from .memory import FusionSettings, Memory
 from .moments import moments
@@ -67,12 +68,17 @@ def lifted(
         return Lifted(fused)
     batch = fused[: max(SIGNAL_BATCH, depth)]
     known = {rowid for rowid, _ in batch}
-    joined: list[int] = []
+    extra: list[int] = []
     if fusion.adjacent_weight > 0:
         extra = adjacent_rowids((rowid for rowid, _ in batch[:depth]), known, fusion.adjacent_span)
+    if extra and index.in_database:  # the neighbours' moments read beside the question whether they may join
+        passing_soon = beside(lambda: index.allowed_among(extra, mask), here=memory.store.database.in_transaction())
+        when = moments(memory, [*known, *extra])
+        passing = passing_soon()
+        when = {rowid: moment for rowid, moment in when.items() if rowid in known or rowid in passing}
+    else:
         passing = index.allowed_among(extra, mask) if extra else set()
-        joined = [rowid for rowid in extra if rowid in passing]
-    when = moments(memory, [*known, *joined])
+        when = moments(memory, [*known, *(rowid for rowid in extra if rowid in passing)])
     dated: dict[int, float] | None = None
     if window is not None:
         dated = {}

@@ -281,9 +281,10 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
         """Return ``{rowid: note}`` for those rowids that are rows of the scope."""
         if not rowids:
             return {}
-        sql = f"SELECT {_SELECT} FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) {self.scope_rows()}"
+        among, params = self.engine.among("rowid", rowids)
+        sql = f"SELECT {_SELECT} FROM notes WHERE {among} {self.scope_rows()}"
         with self.read() as conn:
-            rows = conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()
+            rows = conn.execute(sql, (*params, *_scope_key(scope))).fetchall()
         return {row[0]: note_from_row(row, scope) for row in rows}
 
     def columns_by_rowid(
@@ -293,23 +294,19 @@ class Store(EmbedderRecord, ScopeSideRows, NoteChanges, BulkNotes, VectorBacklog
         scope (a recall's signals and its blend read a few columns of many candidates)."""
         if not rowids:
             return {}
-        sql = (
-            f"SELECT rowid, {', '.join(columns)} FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            f"{self.scope_rows()}"
-        )
+        among, params = self.engine.among("rowid", rowids)
+        sql = f"SELECT rowid, {', '.join(columns)} FROM notes WHERE {among} {self.scope_rows()}"
         with self.read() as conn:
-            return {int(row[0]): tuple(row[1:]) for row in conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall()}
+            return {int(row[0]): tuple(row[1:]) for row in conn.execute(sql, (*params, *_scope_key(scope))).fetchall()}
 
     def rows_by_rowid(self, scope: Scope, rowids: Sequence[int]) -> list[tuple[Any, ...]]:
         """Return ``rowid, seq, *NOTE_COLUMNS, embedding`` rows of the scope with those rowids."""
         if not rowids:
             return []
-        sql = (
-            f"SELECT {_SELECT}, embedding FROM notes WHERE rowid IN ({', '.join('?' * len(rowids))}) "
-            f"{self.scope_rows()}"
-        )
+        among, params = self.engine.among("rowid", rowids)
+        sql = f"SELECT {_SELECT}, embedding FROM notes WHERE {among} {self.scope_rows()}"
         with self.read() as conn:
-            return self._with_blobs(conn.execute(sql, (*rowids, *_scope_key(scope))).fetchall())
+            return self._with_blobs(conn.execute(sql, (*params, *_scope_key(scope))).fetchall())
 
     def rows_with_embeddings(self, scope: Scope, where: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Return ``rowid, seq, *NOTE_COLUMNS, embedding`` rows of the scope matching a condition."""

@@ -49,6 +49,8 @@ _ROWID, _ID, _KIND, _VALID_FROM, _VALID_TO, _CONSENT, _SOURCES, _STATUS, _BLOB =
 class VectorIndex(Postings):
     """One scope's note embeddings plus the row metadata recall filters on."""
 
+    in_database = False  # the mask is this process's: recall filters the BM25 ranking by it, under the lock
+
     def __init__(self, store: Store, scope: Scope, dims: int) -> None:
         self.store = store
         self.scope = scope

@@ -4,6 +4,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,4 +232,97 @@ def test_sparse_postings_score_exactly_like_the_dense_matvec(tmp_path: Path) -> 
         dense = index.matrix[: index.size] @ query
         assert np.allclose(index._scores(query), dense, atol=1e-6)
     assert changed.id in {h.id for h in fabric.recall("topic3 item5 arrived").hits}
+    memory.close()
+
+
+def _mixed_notes(fabric: MemoryFabric, other: MemoryFabric) -> None:
+    """Notes sharing their words that recall must and must not see: other kinds, ended and future
+    validity, hidden consent, a revoked source, old versions, another scope."""
+    for i in range(90):
+        words = f"harbour lantern {['amber', 'cobalt', 'violet'][i % 3]} keeper{i % 7} entry{i}"
+        shape = i % 9
+        if shape == 0:
+            fabric.remember(kind="procedure", content=f"{words} steps", consolidate=False)
+        elif shape == 1:
+            fabric.remember(kind="fact", content=words, valid_to="2020-01-01T00:00:00Z", consolidate=False)
+        elif shape == 2:
+            fabric.remember(kind="fact", content=words, valid_from="2999-01-01T00:00:00Z", consolidate=False)
+        elif shape == 3:
+            fabric.remember(kind="fact", content=words, consent={"visible": False}, consolidate=False)
+        elif shape == 4:
+            fabric.remember(kind="fact", content=words, source_entry_ids=[f"m{i}"], consolidate=False)
+            fabric.memory.revoke_source(f"m{i}", "corrected")
+        elif shape == 5:
+            fabric.remember(kind="fact", content=words, name=f"named{i}")
+            fabric.remember(kind="fact", content=f"{words} revised", name=f"named{i}")  # the first is an old version
+        elif shape == 6:
+            other.remember(kind="fact", content=words, consolidate=False)
+        else:
+            fabric.remember(kind="fact", content=words, consent={"visible": True}, consolidate=False)
+
+
+@pytest.mark.parametrize("require_consent", [False, True])
+def test_postgresql_rankings_filtered_in_sql_equal_those_filtered_in_the_process(
+    pg_store_url: str, require_consent: bool
+) -> None:
+    from afi.providers.memory.fabric import recall as recall_module
+
+    memory = create_memory(pg_store_url, tenant_id="a", resource_id="b", thread_id="c", require_consent=require_consent)
+    other = create_memory(pg_store_url, tenant_id="a", resource_id="b", thread_id="other")
+    fabric = create_memory_fabric(memory)
+    _mixed_notes(fabric, create_memory_fabric(other))
+    index = memory.index
+    assert index.in_database
+    queries = ["harbour lantern", "amber keeper3", "cobalt entry14 keeper5", "violet", "lantern keeper7 steps"]
+    compared = found = 0
+    for query in queries:
+        for kinds in (["fact"], ["fact", "procedure"]):
+            for window in (2, 5, 40):  # small windows: the mask drops most of the best matches
+                asked = (query, kinds, 1.9e9, window, memory.fusion)
+                in_sql = recall_module._asked_of_database(memory, index, *asked)
+                in_process = recall_module._asked_in_process(memory, index, *asked)
+                assert in_sql[0] == in_process[0], (query, kinds, window)  # the BM25 ranking, filtered
+                assert in_sql[1] == in_process[1], (query, kinds, window)  # the vector search
+                compared += 1
+                found += bool(in_sql[0])
+    assert (compared, found) == (30, 30)
+    other.close()
+    memory.close()
+
+
+def test_a_failure_beside_the_recall_reaches_the_caller(store_url: str) -> None:
+    """On PostgreSQL the query is embedded in a worker thread: what it raises is what recall raises, and
+    the next recall works."""
+    memory = create_memory(store_url, tenant_id="a", resource_id="b", thread_id="c")
+    fabric = create_memory_fabric(memory)
+    kept = fabric.remember(kind="fact", content="the lighthouse keeper logs the tides")
+    embedder = memory.embedder
+
+    class Broken:
+        name, dims = embedder.name, getattr(embedder, "dims", 384)
+
+        def embed(self, texts: Any) -> Any:
+            raise RuntimeError("the model went away")
+
+    memory.embedder = Broken()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="the model went away"):
+        fabric.recall("lighthouse keeper")
+    memory.embedder = embedder
+    for _ in range(12):  # more than the pool lends: no connection was kept by the failed recall
+        assert [h.id for h in fabric.recall("lighthouse keeper").hits] == [kept.id]
+    memory.close()
+
+
+def test_a_recall_inside_a_transaction_sees_what_it_wrote(store_url: str) -> None:
+    """Recall's parts that run beside it on PostgreSQL run in the caller's thread, on its connection, when
+    the caller is inside a transaction: what the transaction wrote is found by every part."""
+    memory = create_memory(store_url, tenant_id="a", resource_id="b", thread_id="c")
+    fabric = create_memory_fabric(memory)
+    for i in range(30):
+        fabric.remember(kind="fact", content=f"ferry timetable entry {i} for the island", consolidate=False)
+    with memory.store.write():
+        written = fabric.remember(kind="fact", content="the ferry to the island leaves at dawn on sundays")
+        found = fabric.recall("ferry island dawn sundays", top_k=3)
+        assert found.hits[0].id == written.id
+        assert found.explain[0].cosine > 0.3  # its vector read on the transaction's connection too
     memory.close()
