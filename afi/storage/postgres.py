@@ -31,12 +31,10 @@ from .database import Connection, Dialect, TransactionsMixin, TransactionState
 from .engine import Engine
 from .pg_engine import POSTGRES
 
-__all__ = ["HNSW_SEARCH_EFFORT", "PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
+__all__ = ["PostgresDatabase", "pg_connect", "redact_url", "to_psycopg"]
 
 # a serialization failure or a deadlock: the server rolled the transaction back, nothing was kept (not
 # 40003, statement_completion_unknown: a commit whose outcome is unknown is no conflict)
-# HNSW candidates a search reads (pgvector's default is 40), every pooled connection's setting
-HNSW_SEARCH_EFFORT = 64
 _ROLLED_BACK = frozenset({"40001", "40P01"})
 
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|:([A-Za-z_][A-Za-z0-9_]*)|%")
@@ -247,7 +245,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-    conn.execute(f"SET hnsw.ef_search = {HNSW_SEARCH_EFFORT}")
+    conn.execute("SET hnsw.ef_search = 64")
     # HNSW scans that a filter thins out keep reading the graph until enough rows pass: pgvector 0.8
     # and later; an older one ranks within its first ef_search candidates only
     with contextlib.suppress(psycopg.errors.UndefinedObject, psycopg.errors.InvalidParameterValue):

@@ -31,8 +31,6 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import SparseVector
 
-from afi.storage.postgres import HNSW_SEARCH_EFFORT
-
 from .types import Scope
 
 if TYPE_CHECKING:
@@ -41,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["PgMask", "PgVectorIndex"]
 
 _HIDDEN = "afi_consent_state(n.consent)"
-SEARCH_EFFORT = HNSW_SEARCH_EFFORT  # HNSW candidates a recall reads: every pooled connection's setting
+SEARCH_EFFORT = 64  # HNSW candidates a recall reads (pgvector's default is 40)
 # A note to fold into is a near-duplicate (cosine 0.85 or more): the nearest few candidates hold it
 FOLD_EFFORT = 40
 # The sparse graph (m 12: afi.storage.pg_vector_form) needs a longer candidate list for the same
@@ -132,16 +130,11 @@ class PgVectorIndex:
             f"SELECT n.rowid, -({self._vector()} <#> ?::{cast}) FROM notes n WHERE {where} "
             f"ORDER BY n.embedding::{indexed} <=> ?::{indexed} LIMIT ?"
         )
-        effort = max(effort, limit)
-        if effort == SEARCH_EFFORT:  # the connection's own setting: one statement, no transaction
-            with self.store.read() as conn:
-                rows = conn.execute(sql, [vector, *params, vector, limit]).fetchall()
-            return sorted(((int(rowid), float(dot)) for rowid, dot in rows), key=lambda item: -item[1])
-        with self.store.write() as conn:  # a transaction, so the setting ends with it (or is set back)
-            with conn.raw.pipeline():  # type: ignore[attr-defined]  # the three statements in one round trip
-                conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(effort),))
+        with self.store.read() as conn:
+            # the connection's setting, then the search, in one round trip: every search sets its own
+            with conn.raw.pipeline():  # type: ignore[attr-defined]
+                conn.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(max(effort, limit)),))
                 cursor = conn.execute(sql, [vector, *params, vector, limit])
-                conn.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(SEARCH_EFFORT),))
             rows = cursor.fetchall()
         found = [(int(rowid), float(dot)) for rowid, dot in rows]
         found.sort(key=lambda item: -item[1])  # an iterative scan's order is relaxed
