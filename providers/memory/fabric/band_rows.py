@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from afi.storage.database import Connection
+from afi.storage.engine import Engine
 
 from . import fold_bands
 from .lexical import has_words
@@ -64,6 +65,8 @@ class BandRows:
         def uncommitted_tx(self) -> int | None: ...
         def write(self, scope: Scope | None = None) -> AbstractContextManager[Connection]: ...
         def scope_rows(self) -> str: ...
+
+        engine: Engine
 
     def _init_bands(self) -> None:
         # False: the fold searches as it did before the bands (bench.fold's baseline); rows are banded still
@@ -116,11 +119,11 @@ class BandRows:
             if state is None or state[1] > 0:
                 return out
             wanted = fold_bands.probes_many(fold_bands.bags([contents[at] for at in asked]), state[0])
-            held = _held_codes(conn, key, sorted({code for probes in wanted for code in probes}),
+            held = _held_codes(conn, self.engine, key, sorted({code for probes in wanted for code in probes}),
                                limit=MAX_CANDIDATES * len(asked))  # fmt: skip
             for at, probes in zip(asked, wanted, strict=True):
                 if held is None:  # a crowded key among them: each content's own lookup, cut at the cap
-                    found = _held_codes(conn, key, probes, limit=MAX_CANDIDATES * len(probes))
+                    found = _held_codes(conn, self.engine, key, probes, limit=MAX_CANDIDATES * len(probes))
                     rowids = None if found is None else found.rowids(probes)
                 else:
                     rowids = held.rowids(probes)
@@ -165,8 +168,9 @@ class BandRows:
         with self.read() as conn:
             for start in range(0, len(rowids), _ROWIDS_A_STATEMENT):
                 chunk = rowids[start : start + _ROWIDS_A_STATEMENT]
-                sql = f"SELECT note_rowid, bag FROM note_bags WHERE note_rowid IN ({', '.join('?' * len(chunk))})"
-                out.update((int(rowid), bytes(bag)) for rowid, bag in conn.execute(sql, tuple(chunk)).fetchall())
+                among, params = self.engine.among("note_rowid", chunk)
+                sql = f"SELECT note_rowid, bag FROM note_bags WHERE {among}"
+                out.update((int(rowid), bytes(bag)) for rowid, bag in conn.execute(sql, params).fetchall())
         return out
 
     def _settle_centre(self, conn: Connection, scope: Scope, key: int, *,
@@ -299,17 +303,13 @@ class _HeldCodes:
         return out
 
 
-def _held_codes(conn: Connection, key: int, codes: Sequence[int], *, limit: int) -> _HeldCodes | None:
+def _held_codes(conn: Connection, engine: Engine, key: int, codes: Sequence[int], *, limit: int) -> _HeldCodes | None:
     """The band rows of the scope ``key`` with those codes, or None past ``limit`` rows in all."""
     rows: list[tuple[int, int]] = []
     for start in range(0, len(codes), _CODES_A_STATEMENT):
-        chunk = codes[start : start + _CODES_A_STATEMENT]
-        marks = ", ".join("?" * len(chunk))
-        sql = (
-            f"SELECT code, note_rowid FROM note_bands WHERE scope = ? AND code IN ({marks}) "
-            f"LIMIT {limit - len(rows) + 1}"
-        )
-        rows.extend(conn.execute(sql, (key, *chunk)).fetchall())
+        among, params = engine.among("code", codes[start : start + _CODES_A_STATEMENT])
+        sql = f"SELECT code, note_rowid FROM note_bands WHERE scope = ? AND {among} LIMIT {limit - len(rows) + 1}"
+        rows.extend(conn.execute(sql, (key, *params)).fetchall())
         if len(rows) > limit:
             return None
     return _HeldCodes(rows)
