@@ -42,8 +42,8 @@ __all__ = [
 ]
 
 RECALL_OVERSAMPLE = 4
-# the BM25 ranking's rowids, the vector search's (rowid, dot), the mask that filtered both, the query's vector
-Asked = tuple[list[int], list[tuple[int, float]], Any, Any]
+# the batch the signals ranked, and what waits for the dot products of its best with the query
+Asked = tuple[Lifted, Callable[[], dict[int, float]]]
 # the BM25 side reads this many times its window of best matches before filtering them
 LEXICAL_OVERSAMPLE = 4
 DEFAULT_RECALL_KINDS = ("fact", "file")
@@ -159,11 +159,9 @@ def recall_candidates(
 ) -> list[Candidate]:
     """Return up to ``limit`` recallable notes for the query, best first (one bounded batch).
 
-    The BM25 ranking is read straight from the FTS5 index before the vector index's lock is taken
-    (the lock serialises recalls, and the ranking is most of a recall's time), then filtered by the
-    index's mask inside the lock; when the mask drops too many of the best matches, every match is
-    read. With ``scoring``, the oversampled batch is scored from the two columns the blend needs and
-    only the notes kept are loaded whole.
+    SQLite's batch comes from the process's index (:func:`_asked_in_process`), PostgreSQL's from the
+    database, its parts asked at once (:func:`_asked_of_database`). With ``scoring``, the oversampled
+    batch is scored from the two columns the blend needs and only the notes kept are loaded whole.
     """
     fusion = fusion or memory.fusion
     stored = [kind for kind in kinds if kind in ("fact", "procedure", "file")]
@@ -173,20 +171,13 @@ def recall_candidates(
     window = max(fusion.window, limit)
     depth = limit * RECALL_OVERSAMPLE if scoring is not None else limit
     index = memory.index
-    asked = (query, stored, as_of_epoch, window, fusion)
+    asked = (query, stored, as_of_epoch, window, depth, fusion)
     if index.in_database:
-        lexical, vector, mask, qvec = _asked_of_database(memory, cast("PgVectorIndex", index), *asked)
+        signals, cosines_soon = _asked_of_database(memory, cast("PgVectorIndex", index), *asked)
     else:
-        lexical, vector, mask, qvec = _asked_in_process(memory, cast("VectorIndex", index), *asked)
-    with index.lock:
-        signals = lifted(memory, index, mask, query, as_of_epoch, _fuse(vector, lexical, fusion), depth, fusion)
-        fused = signals.ranked[:depth]
-        rowids = [rowid for rowid, _ in fused]
-        if index.in_database:  # the dot products read beside the notes
-            cosines_soon = beside(lambda: index.cosine(qvec, rowids), here=memory.store.database.in_transaction())
-        else:
-            cosines_now = index.cosine(qvec, rowids)
-            cosines_soon = lambda: cosines_now  # noqa: E731
+        signals, cosines_soon = _asked_in_process(memory, cast("VectorIndex", index), *asked)
+    fused = signals.ranked[:depth]
+    rowids = [rowid for rowid, _ in fused]
     if not fused:
         return []
     if scoring is not None:
@@ -209,10 +200,11 @@ def _terms(memory: Memory, query: str, fusion: FusionSettings) -> list[str]:
 
 
 def _asked_in_process(memory: Memory, index: VectorIndex, query: str, stored: list[str], as_of: float,
-                      window: int, fusion: FusionSettings) -> Asked:  # fmt: skip
-    """The two rankings from this process's matrix and SQLite's FTS5: the BM25 ranking read before the
-    index's lock is taken, filtered by the index's mask inside it (every match read when the mask drops
-    too many of the best)."""
+                      window: int, depth: int, fusion: FusionSettings) -> Asked:  # fmt: skip
+    """The batch from this process's matrix and SQLite's FTS5: the BM25 ranking read before the index's
+    lock is taken, filtered by the index's mask inside it (every match read when the mask drops too
+    many of the best); the mask, both rankings, the signals and the dot products of one state of the
+    index, under one hold of its lock."""
     qvec = memory.embedder.embed([query])[0]
     terms = _terms(memory, query, fusion)
     reach: int | None = window * LEXICAL_OVERSAMPLE
@@ -229,26 +221,33 @@ def _asked_in_process(memory: Memory, index: VectorIndex, query: str, stored: li
                 reach = None  # the mask dropped most of the best matches (other kinds, old versions): read all
                 continue
             vector = index.top(qvec, mask, window) if fusion.mode != "lexical" else []
-        return lexical, vector, mask, qvec
+            signals = lifted(memory, index, mask, query, as_of, _fuse(vector, lexical, fusion), depth, fusion)
+            cosines = index.cosine(qvec, [rowid for rowid, _ in signals.ranked[:depth]])
+        break
+    return signals, lambda: cosines
 
 
 def _asked_of_database(memory: Memory, index: PgVectorIndex, query: str, stored: list[str], as_of: float,
-                       window: int, fusion: FusionSettings) -> Asked:  # fmt: skip
-    """The two rankings from PostgreSQL, each filtered by the mask in its own statement. A worker
+                       window: int, depth: int, fusion: FusionSettings) -> Asked:  # fmt: skip
+    """The batch from PostgreSQL, both rankings filtered by the mask in their own statements. A worker
     thread embeds the query and asks the HNSW graph on a second connection while this thread chooses
-    the terms and waits for the BM25 ranking: the model, the process and the server work at once."""
+    the terms and waits for the BM25 ranking (the model, the process and the server work at once); the
+    dot products are read beside what follows."""
     mask = index.mask(stored, as_of, memory.require_consent)
 
     def vector_side() -> tuple[Any, list[tuple[int, float]]]:
         qvec = memory.embedder.embed([query])[0]
         return qvec, index.top(qvec, mask, window) if fusion.mode != "lexical" else []
 
-    vector_soon = beside(vector_side, here=memory.store.database.in_transaction())
+    here = memory.store.database.in_transaction()
+    vector_soon = beside(vector_side, here=here)
     index.refresh()  # raises when the store's vectors moved to another embedder: nothing found is used
     terms = _terms(memory, query, fusion)
     lexical = index.words(terms, mask, window) if terms else []
     qvec, vector = vector_soon()
-    return lexical, vector, mask, qvec
+    signals = lifted(memory, index, mask, query, as_of, _fuse(vector, lexical, fusion), depth, fusion)
+    rowids = [rowid for rowid, _ in signals.ranked[:depth]]
+    return signals, beside(lambda: index.cosine(qvec, rowids), here=here)
 
 
 def _scored(

@@ -278,13 +278,13 @@ def test_postgresql_rankings_filtered_in_sql_equal_those_filtered_in_the_process
     for query in queries:
         for kinds in (["fact"], ["fact", "procedure"]):
             for window in (2, 5, 40):  # small windows: the mask drops most of the best matches
-                asked = (query, kinds, 1.9e9, window, memory.fusion)
-                in_sql = recall_module._asked_of_database(memory, index, *asked)
-                in_process = recall_module._asked_in_process(memory, index, *asked)
-                assert in_sql[0] == in_process[0], (query, kinds, window)  # the BM25 ranking, filtered
-                assert in_sql[1] == in_process[1], (query, kinds, window)  # the vector search
+                asked = (query, kinds, 1.9e9, window, window, memory.fusion)
+                in_sql, cosines_in_sql = recall_module._asked_of_database(memory, index, *asked)
+                in_process, cosines_in_process = recall_module._asked_in_process(memory, index, *asked)
+                assert in_sql.ranked == in_process.ranked, (query, kinds, window)  # both rankings, fused, lifted
+                assert cosines_in_sql() == cosines_in_process(), (query, kinds, window)
                 compared += 1
-                found += bool(in_sql[0])
+                found += bool(in_sql.ranked)
     assert (compared, found) == (30, 30)
     other.close()
     memory.close()
