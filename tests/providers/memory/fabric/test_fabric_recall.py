@@ -326,3 +326,47 @@ def test_a_recall_inside_a_transaction_sees_what_it_wrote(store_url: str) -> Non
         assert found.hits[0].id == written.id
         assert found.explain[0].cosine > 0.3  # its vector read on the transaction's connection too
     memory.close()
+
+
+@pytest.mark.parametrize("pool", ["2", "16"])
+def test_concurrent_recalls_on_postgresql_beside_a_writer(
+    pg_store_url: str, monkeypatch: pytest.MonkeyPatch, pool: str
+) -> None:
+    """Ten threads recall while one writes, each recall's parts on two connections at once: with a pool
+    of two connections (every part waits its turn) and of sixteen, none fails, hangs or loses a topic."""
+    import threading
+
+    monkeypatch.setenv("AFI_PG_POOL", pool)
+    memory = create_memory(pg_store_url, tenant_id="a", resource_id="b", thread_id="c")
+    fabric = create_memory_fabric(memory)
+    for i in range(60):
+        fabric.remember(kind="fact", content=f"ledger entry {i} about topic{i % 6} and item{i}", consolidate=False)
+    failures: list[BaseException] = []
+    answered: list[bool] = []
+
+    def reader(k: int) -> None:
+        try:
+            for j in range(15):
+                topic = f"topic{(k + j) % 6}"
+                hits = fabric.recall(f"{topic} ledger", top_k=5).hits
+                answered.append(bool(hits) and topic in hits[0].content)
+        except BaseException as error:  # reported below, with the figures
+            failures.append(error)
+
+    def writer() -> None:
+        try:
+            for i in range(40):
+                fabric.remember(
+                    kind="fact", content=f"later entry {i} about topic{i % 6} and piece{i}", consolidate=False
+                )
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(10)] + [threading.Thread(target=writer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a recall or the writer hung"
+    assert (len(answered), sum(answered), failures) == (150, 150, []), (len(answered), sum(answered), failures)
+    memory.close()
