@@ -109,9 +109,6 @@ def _near_stored_by_vectors(fabric: MemoryFabric, pending: Sequence[Pending], ve
     index = memory.index
     as_of = iso_to_epoch(max([memory.present(), *(pending[at].now for at in candidates)]), 0.0)
     kinds = {at: pending[at].note.kind for at in candidates}
-    if index.in_database and memory.embedder.name == _BAGS.name:  # the kept bags are these vectors
-        kept = memory.store.bags_by_rowid(sorted({rowid for rowids in candidates.values() for rowid in rowids}))
-        candidates = {at: bag_survivors(kept, vectors[at], rowids, threshold) for at, rowids in candidates.items()}
     with index.lock:
         index.refresh()
         return index.near_among_many(vectors, candidates, kinds, threshold - _SLACK, as_of, memory.require_consent)

@@ -107,9 +107,6 @@ def fold_candidates(
     as_of = iso_to_epoch(now, 0.0)
     # a scope of CENTRE_ROWS notes or more: the SimHash bands name the candidates (fold_bands)
     banded = memory.store.band_candidates(memory.scope, content) if threshold >= BANDS_MIN_THRESHOLD else None
-    if banded and index.in_database and memory.embedder.name == _BAGS.name:
-        # the kept bags are these vectors: scored from them, only the few near enough are read from the notes
-        banded = bag_survivors(memory.store.bags_by_rowid(banded), embedding, banded, threshold)
     # else SQLite past fold_exact_rows; PostgreSQL asks its HNSW graph at every size
     by_words = index if banded is None and isinstance(index, VectorIndex) and not index.folds_by_vectors() else None
     # the word index is read before the lock, so recalls in this process do not wait on it

@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import SparseVector
 
+from .consolidate import bag_survivors
+from .embedders import HashEmbedder
 from .types import Scope
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ FOLD_EFFORT = 40
 # answers: at 20k hash-embedded notes, 128 finds 86% of the exact top 10 (the halfvec graph at 64:
 # 85%) and the nearest row of 97.5% of near-duplicates (at 40: 85%)
 SPARSE_EFFORT = 128
+# the embedder whose vectors the kept bags of words are (fold_bands.bag_blob)
+_BAGS_NAME = HashEmbedder().name
 # rowids a statement asks for: few enough of a large store that the planner reads them by the index
 _ROWIDS_A_STATEMENT = 2_000
 
@@ -157,6 +161,7 @@ class PgVectorIndex:
                     kinds: Sequence[str], as_of: float, require_consent: bool, *, limit: int = 32
                     ) -> list[tuple[int, float]]:  # fmt: skip
         """:meth:`above` over those rowids only, exactly (rows of other scopes, or not recallable, are left out)."""
+        rowids = self._near_by_bags({0: rowids}, query[None, :], threshold)[0]
         if not rowids:
             return []
         where, params = self.mask(kinds, as_of, require_consent).where(self.scope)
@@ -173,6 +178,7 @@ class PgVectorIndex:
         """Of the keys of ``candidates`` (rows of ``queries``), those for which :meth:`above_among` of
         their own rowids and kind finds a row: the candidates' vectors read a kind at a time, 2,000 rowids a
         statement (a many-note remember's fold)."""
+        candidates = self._near_by_bags(candidates, queries, threshold)
         near: set[int] = set()
         for kind in sorted(set(kinds.values())):
             asking = [at for at in candidates if kinds[at] == kind and candidates[at]]
@@ -194,6 +200,18 @@ class PgVectorIndex:
                 if held and float(np.max(matrix[held] @ queries[at])) >= threshold:
                     near.add(at)
         return near
+
+    def _near_by_bags(self, candidates: Mapping[int, Sequence[int]], queries: npt.NDArray[np.float32],
+                      threshold: float) -> Mapping[int, Sequence[int]]:  # fmt: skip
+        """Of each query's candidate rowids, those its vector may reach ``threshold`` with, judged by their
+        kept bags of words when those are this store's vectors (the hash embedder's): a bag is 86 bytes
+        where a note's row is ~2 KB, and a candidate scored far by it is no nearer by its vector. The
+        candidates unchanged in a store of another embedder, and each one without a kept bag kept."""
+        if self.store.embedder_name != _BAGS_NAME:
+            return candidates
+        every = sorted({rowid for rowids in candidates.values() for rowid in rowids})
+        kept = self.store.bags_by_rowid(every) if every else {}
+        return {at: bag_survivors(kept, queries[at], rowids, threshold) for at, rowids in candidates.items()}
 
     def cosine(self, query: npt.NDArray[np.float32], rowids: Sequence[int]) -> dict[int, float]:
         """The dot product of the query with each of those rows that has an embedding."""
